@@ -1,0 +1,95 @@
+// The problem plugin ABI: problems/NN_slug/problem.cpp defines a pkb::Problem
+// and exports it with PKB_PROBLEM(Class), which expands to one versioned
+// extern "C" entry symbol. Loading a plugin runs no code of it; the harness
+// calls the entry when it needs the problem.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+
+#include "pkb/collectives.h"
+#include "pkb/context.h"
+#include "pkb/inputs.h"
+
+namespace pkb {
+
+inline constexpr int kProblemAbiVersion = 1;
+
+struct Tolerance {
+  double atol = 1e-2;
+  double rtol = 1e-2;
+};
+
+struct ProblemSpec {
+  int id = 0;
+  std::string slug;      // "allreduce"
+  std::string title;
+  std::string category;  // one of the 12 categories of the catalog
+  std::string origin;    // the codebase the problem comes from
+  std::string world_rule;  // human-readable, e.g. "any", "W divides 512"
+  Tolerance tolerance;
+  bool runs_on_cpu = true;
+  std::string cpu_skip_reason;  // why not, when runs_on_cpu is false
+};
+
+struct InputRequest {
+  int rank = 0;
+  int world = 1;
+  int trial = 0;
+  int64_t m = 1024;  // the base shape (M, N)
+  int64_t n = 1024;
+  at::ScalarType dtype = at::kBFloat16;
+  at::Device device = at::kCPU;
+  // seed(pid, rank, trial) = 42 + 1000*pid + rank + 1000003*trial; the harness
+  // has already called at::manual_seed(seed) when make_inputs runs.
+  uint64_t seed = 0;
+};
+
+inline uint64_t seed_for(int problem_id, int rank, int trial) {
+  return 42ull + 1000ull * problem_id + rank + 1000003ull * trial;
+}
+
+// Per rank, for the roofline: T_roof = max(flops/peak, hbm/hbm_bw, nvlink/nvlink_bw).
+struct Cost {
+  double nvlink_bytes_per_rank = 0;  // bytes this rank must send (or receive, the larger) over NVLink
+  double hbm_bytes_per_rank = 0;
+  double flops_per_rank = 0;
+};
+
+class Problem {
+ public:
+  virtual ~Problem() = default;
+  virtual const ProblemSpec& spec() const = 0;
+  // Empty when `world` is allowed; otherwise the reason it is not.
+  virtual std::string check_world(int world) const {
+    return world >= 1 ? "" : "world size must be at least 1";
+  }
+  // Deterministic for a given request (see InputRequest::seed).
+  virtual Inputs make_inputs(const InputRequest& req) const = 0;
+  virtual Outputs reference(Context& ctx, Collectives& comm, const Inputs& in) const = 0;
+  // Per rank, from this rank's inputs (the driver takes the largest over ranks).
+  virtual Cost cost(int world, const Inputs& in) const = 0;
+  // Whether the values of output `index` on `rank` are part of the contract.
+  // Shape and dtype are always checked. A problem that returns false must say
+  // why in its README (e.g. a buffer NCCL uses as scratch on non-root ranks).
+  virtual bool values_checked(int rank, int world, size_t index) const { return true; }
+};
+
+struct ProblemEntry {
+  int abi_version;
+  Problem* (*create)();
+};
+
+}  // namespace pkb
+
+#define PKB_PROBLEM_ENTRY_SYMBOL "pkb_problem_entry_v1"
+
+#define PKB_PROBLEM(Class)                                                                 \
+  extern "C" __attribute__((visibility("default"))) const ::pkb::ProblemEntry*             \
+  pkb_problem_entry_v1() {                                                                 \
+    static const ::pkb::ProblemEntry entry{::pkb::kProblemAbiVersion,                      \
+                                           []() -> ::pkb::Problem* { return new Class(); }}; \
+    return &entry;                                                                         \
+  }

@@ -1,0 +1,95 @@
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include "driver/commands.h"
+#include "worker/worker.h"
+
+namespace pkb {
+
+namespace {
+
+void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
+  auto* run = app.add_subcommand("run", "Evaluate candidates (or the references) on this node");
+  run->add_option("--device", o->device,
+                  "cuda (NCCL, NVLink), cpu (Gloo, host shared memory), or auto: cuda when this build has the "
+                  "GPU path and GPUs are visible, else cpu")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  run->add_option("--nproc", o->nproc, "Ranks, one process each (default: every GPU for cuda, 2 for cpu)")
+      ->check(CLI::Range(1, 1024));
+  run->add_option("--problems", o->problems, "Selection: all, ids, ranges, slugs; comma-separated (1-8,12,allreduce)")
+      ->capture_default_str();
+  run->add_option("--solutions", o->solutions,
+                  "A folder of candidates (DIR/NN_slug/sample_K.cu or DIR/NN_slug.cu), or 'reference'")
+      ->capture_default_str();
+  run->add_option("--name", o->name, "Model/run name in records (default: the folder's name)");
+  run->add_option("--trials", o->trials, "Correctness trials per evaluation (fresh seeded inputs each)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  run->add_option("--base-shape", o->base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
+  run->add_flag("--no-perf", o->no_perf, "Check correctness only; skip timing");
+  run->add_option("--warmup", o->warmup, "Warm-up iterations per side (default 500 on cuda, 10 on cpu)")
+      ->check(CLI::Range(0, 1000000));
+  run->add_option("--iters", o->iters, "Timed iterations per side (default 100 on cuda, 20 on cpu)")
+      ->check(CLI::Range(1, 1000000));
+  run->add_option("--rounds", o->rounds, "Alternating reference/candidate rounds the iterations are split into")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  run->add_option("--timeout", o->timeout_s, "Seconds per evaluation before all its ranks are killed (timeout)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--compile-timeout", o->compile_timeout_s, "Seconds per candidate compile")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--out", o->out, "Results file (JSONL, one record per evaluation, appended as each finishes)");
+  run->add_flag("--resume", o->resume, "Continue --out: skip evaluations already recorded there");
+  run->add_option("--jobs", o->jobs, "Parallel candidate compiles (default: number of cores)")->check(CLI::Range(1, 256));
+  run->add_option("--work-dir", o->work_dir, "Per-evaluation jobs, results and rank logs (default /tmp/pkb-PID)");
+  run->add_option("--topology", o->topology, "A topology/*.json name or path (default: h200_sxm_2 on cuda)");
+  run->callback([&cli, o] { cli.action = [o] { return cmd_run(*o); }; });
+}
+
+void add_golden(CLI::App& app, Cli& cli, std::shared_ptr<GoldenOptions> o) {
+  auto* g = app.add_subcommand("golden", "Replay recorded fixtures through the C++ references");
+  g->add_option("dir", o->dir, "Fixture folder (../shared/golden)")->required();
+  g->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  g->add_option("--problems", o->problems, "Selection, as for run")->capture_default_str();
+  g->add_option("--out", o->out, "Write one JSONL record per replayed file (must not exist)");
+  g->add_option("--timeout", o->timeout_s, "Seconds per problem")->check(CLI::PositiveNumber)->capture_default_str();
+  g->add_option("--work-dir", o->work_dir, "Rank logs (default /tmp/pkb-golden-PID)");
+  g->callback([&cli, o] { cli.action = [o] { return cmd_golden(*o); }; });
+}
+
+}  // namespace
+
+Cli make_cli() {
+  Cli cli;
+  cli.app = std::make_unique<CLI::App>(
+      "pkb: ParallelKernelBench. Scores multi-GPU kernels for correctness, speed against the PyTorch + NCCL "
+      "reference, and closeness to the communication roofline.\n\n"
+      "Exit codes: 0 every evaluation correct, 1 some evaluation not correct, 2 usage error, 3 harness error.");
+  CLI::App& app = *cli.app;
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every subcommand");
+
+  app.add_subcommand("list", "List the problems this build knows")->callback([&cli] {
+    cli.action = [] { return cmd_list(); };
+  });
+  auto show_id = std::make_shared<std::string>();
+  auto* show = app.add_subcommand("show", "Show a problem's specification and README");
+  show->add_option("problem", *show_id, "Id or slug")->required();
+  show->callback([&cli, show_id] { cli.action = [show_id] { return cmd_show(*show_id); }; });
+
+  add_run(app, cli, std::make_shared<RunOptions>());
+  add_golden(app, cli, std::make_shared<GoldenOptions>());
+
+  auto job = std::make_shared<std::string>();
+  auto* worker = app.add_subcommand("worker", "");  // internal: one rank, started by the driver
+  worker->group("");
+  worker->add_option("job", *job, "Job file")->required();
+  worker->callback([&cli, job] { cli.action = [job] { return worker_main(*job); }; });
+  return cli;
+}
+
+}  // namespace pkb

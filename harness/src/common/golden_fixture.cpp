@@ -1,0 +1,93 @@
+#include "common/golden_fixture.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/safetensors.h"
+#include "pkb/check.h"
+
+namespace pkb {
+
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+c10::ScalarType dtype_from_name(const std::string& s) {
+  static const std::map<std::string, c10::ScalarType> kNames = {
+      {"bfloat16", at::kBFloat16}, {"float16", at::kHalf}, {"float32", at::kFloat}, {"float64", at::kDouble},
+      {"int64", at::kLong},        {"int32", at::kInt},    {"bool", at::kBool},     {"float8_e4m3fn", at::kFloat8_e4m3fn}};
+  std::string key = s.rfind("torch.", 0) == 0 ? s.substr(6) : s;
+  auto it = kNames.find(key);
+  PKB_CHECK(it != kNames.end(), "unknown dtype name '", s, "'");
+  return it->second;
+}
+
+// Depth-first, in order: containers flatten, leaves become arguments.
+void flatten(const OJson& node, const SafetensorsFile& file, const std::string& path, std::vector<Arg>* args,
+             std::vector<std::string>* notes) {
+  if (node.contains("tensor")) {
+    std::string key = node.at("tensor").get<std::string>();
+    auto it = file.tensors.find(key);
+    PKB_CHECK(it != file.tensors.end(), "fixture lacks tensor '", key, "'");
+    args->push_back({key, it->second});
+  } else if (node.contains("int")) {
+    args->push_back({path, node.at("int").get<int64_t>()});
+  } else if (node.contains("float")) {
+    args->push_back({path, node.at("float").get<double>()});
+  } else if (node.contains("bool")) {
+    args->push_back({path, node.at("bool").get<bool>()});
+  } else if (node.contains("str")) {
+    args->push_back({path, node.at("str").get<std::string>()});
+  } else if (node.contains("none")) {
+    args->push_back({path, None{}});
+  } else if (node.contains("dtype")) {
+    args->push_back({path, dtype_from_name(node.at("dtype").get<std::string>())});
+  } else if (node.contains("group")) {
+    args->push_back({path, GroupRanks{node.at("group").get<std::vector<int64_t>>()}});
+  } else if (node.contains("list") || node.contains("tuple")) {
+    const auto& items = node.contains("list") ? node.at("list") : node.at("tuple");
+    for (size_t i = 0; i < items.size(); ++i) flatten(items[i], file, path + "." + std::to_string(i), args, notes);
+  } else if (node.contains("dict")) {
+    for (auto& [k, v] : node.at("dict").items()) flatten(v, file, path + "." + k, args, notes);
+  } else if (node.contains("module")) {
+    for (auto& [k, v] : node.at("state").items()) flatten(v, file, path + "." + k, args, notes);
+  } else if (node.contains("dataclass")) {
+    for (auto& [k, v] : node.at("fields").items()) flatten(v, file, path + "." + k, args, notes);
+  } else {
+    PKB_CHECK(false, "unknown fixture structure node at '", path, "': ", node.dump());
+  }
+}
+
+}  // namespace
+
+std::string golden_file_name(int world, int rank, int trial) {
+  return "w" + std::to_string(world) + "_r" + std::to_string(rank) + "_t" + std::to_string(trial) + ".safetensors";
+}
+
+GoldenFixture load_golden(const std::string& path) {
+  SafetensorsFile file = read_safetensors(path);
+  auto md = file.metadata.find("pkb");
+  PKB_CHECK(md != file.metadata.end(), path, ": no 'pkb' metadata entry");
+  OJson meta = OJson::parse(md->second);
+  GoldenFixture g;
+  g.problem_id = meta.at("problem").get<int>();
+  g.world_size = meta.at("world_size").get<int>();
+  g.rank = meta.at("rank").get<int>();
+  g.m = meta.value("m", 0);
+  g.n = meta.value("n", 0);
+  std::vector<Arg> args;
+  flatten(meta.at("inputs"), file, "input", &args, &g.notes);
+  g.inputs = Inputs(std::move(args));
+  std::vector<Arg> outs;
+  flatten(meta.at("outputs"), file, "output", &outs, &g.notes);
+  for (auto& a : outs) {
+    if (auto t = std::get_if<at::Tensor>(&a.value)) {
+      g.outputs.push_back(*t);
+      g.output_names.push_back(a.name);
+    } else {
+      g.notes.push_back("non-tensor output '" + a.name + "' not compared");
+    }
+  }
+  return g;
+}
+
+}  // namespace pkb

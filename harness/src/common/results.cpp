@@ -1,0 +1,92 @@
+#include "common/results.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include "pkb/check.h"
+
+namespace pkb {
+
+std::string record_key(const Json& r) {
+  return r.value("solutions", std::string("?")) + "|" + std::to_string(r.value("problem_id", 0)) + "|" +
+         std::to_string(r.value("sample", 0)) + "|" + std::to_string(r.value("world_size", 0)) + "|" +
+         r.value("device", std::string("?"));
+}
+
+JsonlWriter::JsonlWriter(const std::string& path, bool append) : path_(path) {
+  int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC;
+  if (!append) flags |= O_EXCL;
+  fd_ = open(path.c_str(), flags, 0644);
+  PKB_CHECK(fd_ >= 0, "cannot open results file '", path, "': ", strerror(errno),
+            errno == EEXIST ? " (pass --resume to continue it, or choose another --out)" : "");
+}
+
+JsonlWriter::~JsonlWriter() {
+  if (fd_ >= 0) close(fd_);
+}
+
+void JsonlWriter::append(const Json& record) {
+  std::string line = record.dump() + "\n";
+  ssize_t n = write(fd_, line.data(), line.size());
+  PKB_CHECK(n == static_cast<ssize_t>(line.size()), "short write to '", path_, "': ", strerror(errno));
+  fsync(fd_);
+}
+
+std::vector<Json> read_jsonl(const std::string& path) {
+  std::ifstream f(path);
+  PKB_CHECK(f.good(), "cannot read '", path, "'");
+  std::vector<Json> out;
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::set<std::string> record_keys(const std::string& path) {
+  std::set<std::string> keys;
+  if (!file_exists(path)) return keys;
+  for (const auto& r : read_jsonl(path)) keys.insert(record_key(r));
+  return keys;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text, bool overwrite) {
+  PKB_CHECK(overwrite || !file_exists(path), "refusing to overwrite existing file '", path, "'");
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    PKB_CHECK(f.good(), "cannot write '", tmp, "'");
+    f << text;
+    f.flush();
+    PKB_CHECK(f.good(), "write to '", tmp, "' failed");
+  }
+  PKB_CHECK(rename(tmp.c_str(), path.c_str()) == 0, "rename to '", path, "': ", strerror(errno));
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string utc_timestamp() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace pkb

@@ -1,0 +1,217 @@
+#include "driver/candidate_build.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "pkb/check.h"
+
+namespace pkb {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  PKB_CHECK(f.good(), "cannot read '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// FNV-1a, 64 bit: a stable content key, not a security boundary.
+std::string content_hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  std::ostringstream os;
+  os << std::hex << std::setw(16) << std::setfill('0') << h;
+  return os.str();
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+void mkdirs(const std::string& path) {
+  std::string cur;
+  std::stringstream ss(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    mkdir(cur.c_str(), 0755);
+  }
+}
+
+std::string ends_with_ext(const std::string& p) {
+  size_t d = p.rfind('.');
+  return d == std::string::npos ? "" : p.substr(d);
+}
+
+std::string trim_log(const std::string& log, size_t max = 8000) {
+  return log.size() <= max ? log : log.substr(0, max) + "\n... (" + std::to_string(log.size() - max) + " more bytes)";
+}
+
+}  // namespace
+
+std::string run_command(const std::string& cmd, int* status, double timeout_s) {
+  std::string full = timeout_s > 0 ? "timeout -k 5 " + std::to_string(static_cast<int>(timeout_s)) + " " + cmd : cmd;
+  FILE* p = popen((full + " 2>&1").c_str(), "r");
+  PKB_CHECK(p != nullptr, "cannot run: ", cmd);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  int st = pclose(p);
+  if (status) *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return out;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("PKB_CACHE_DIR")) return d;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "/tmp") + "/.cache/pkb/candidates";
+}
+
+CandidateToolchain CandidateToolchain::load(const std::string& build_dir) {
+  std::string path = build_dir + "/pkb_build.json";
+  std::ifstream f(path);
+  PKB_CHECK(f.good(), "missing '", path, "' (is this a pkb build directory?)");
+  Json j = Json::parse(f);
+  CandidateToolchain tc;
+  tc.cxx = j.at("cxx").get<std::string>();
+  tc.nvcc = j.value("nvcc", "");
+  tc.cxx_flags = j.at("cxx_flags").get<std::vector<std::string>>();
+  tc.cuda_flags = j.value("cuda_flags", std::vector<std::string>{});
+  tc.include_dirs = j.at("include_dirs").get<std::vector<std::string>>();
+  tc.link_flags = j.at("link_flags").get<std::vector<std::string>>();
+  return tc;
+}
+
+BuildResult build_candidate(const std::string& source, const std::string& device, const CandidateToolchain& tc,
+                            double timeout_s) {
+  auto t0 = std::chrono::steady_clock::now();
+  BuildResult res;
+  std::string ext = ends_with_ext(source);
+  bool use_nvcc = ext == ".cu";
+  if (use_nvcc && (device != "cuda" || tc.nvcc.empty())) {
+    res.log = "a .cu candidate needs the GPU path (--device cuda and a pkb built with CUDA)";
+    return res;
+  }
+  std::string compiler = use_nvcc ? tc.nvcc : tc.cxx;
+  std::ostringstream flags;
+  for (const auto& f : use_nvcc ? tc.cuda_flags : tc.cxx_flags) flags << " " << quote(f);
+  for (const auto& d : tc.include_dirs) flags << " -I" << quote(d);
+  std::ostringstream link;
+  for (const auto& f : tc.link_flags) link << " " << (use_nvcc ? "-Xlinker " + quote(f) : quote(f));
+
+  int st = 0;
+  std::string version = run_command(quote(compiler) + " --version", &st);
+  std::string src = read_file(source);
+  res.key = content_hash(src + "\n" + compiler + flags.str() + link.str() + "\n" + version);
+  std::string dir = cache_dir() + "/" + res.key;
+  res.so_path = dir + "/candidate.so";
+  std::string log_path = dir + "/build.log";
+  struct stat sb;
+  if (stat(res.so_path.c_str(), &sb) == 0) {
+    res.ok = true;
+    res.cached = true;
+    std::ifstream lf(log_path);
+    std::stringstream ss;
+    ss << lf.rdbuf();
+    res.log = trim_log(ss.str());
+    return res;
+  }
+  mkdirs(dir);
+  // Compile from a copy in the cache so the diagnostics name a stable file.
+  std::string copy = dir + "/candidate" + ext;
+  {
+    std::ofstream o(copy, std::ios::binary);
+    o << src;
+  }
+  std::string tmp_so = dir + "/candidate.so.tmp." + std::to_string(getpid());
+  std::string cmd = quote(compiler) + flags.str() + " -o " + quote(tmp_so) + " " + quote(copy) + link.str();
+  std::string out = run_command(cmd, &st, timeout_s);
+  {
+    std::ofstream lf(log_path);
+    lf << "$ " << cmd << "\n" << out;
+  }
+  res.log = trim_log(out);
+  if (st == 0 && rename(tmp_so.c_str(), res.so_path.c_str()) == 0) {
+    res.ok = true;
+  } else {
+    unlink(tmp_so.c_str());
+    if (st == 124 || st == 137) res.log = "compiler timed out after " + std::to_string(timeout_s) + " s\n" + res.log;
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+ImportCheck check_import_list(const std::vector<std::string>& symbols, const std::vector<std::string>& needed) {
+  ImportCheck c;
+  auto flag = [&](const std::string& what, const std::string& item) {
+    c.ok = false;
+    c.offending.push_back(item);
+    if (c.reason.empty()) c.reason = "imports " + what + " (" + item + ")";
+  };
+  for (const auto& s : symbols) {
+    if (s.rfind("nccl", 0) == 0 || s.rfind("pnccl", 0) == 0) flag("NCCL", s);
+    else if (s.find("c10d::") != std::string::npos) flag("c10d", s);
+    else if (s.rfind("MPI_", 0) == 0 || s.rfind("PMPI_", 0) == 0) flag("MPI", s);
+    else if (s.find("pkb::Collectives") != std::string::npos || s.find("pkb::Distributed") != std::string::npos)
+      flag("the harness's collective facade", s);
+    else if (s == "dlopen" || s == "dlsym" || s == "dlmopen" || s == "dlvsym")
+      flag("the dynamic loader, which could reach NCCL or MPI at run time", s);
+  }
+  for (const auto& n : needed) {
+    if (n.find("libnccl") != std::string::npos) flag("NCCL", n);
+    else if (n.find("libmpi") != std::string::npos) flag("MPI", n);
+  }
+  if (!c.ok)
+    c.reason = "candidate " + c.reason +
+               "; cross-rank data must move through pkb::Context symmetric buffers";
+  return c;
+}
+
+ImportCheck check_imports(const std::string& so_path) {
+  int st = 0;
+  std::string syms = run_command("nm -D -C --undefined-only " + quote(so_path), &st);
+  PKB_CHECK(st == 0, "nm failed on '", so_path, "': ", syms);
+  std::vector<std::string> symbols;
+  std::stringstream ss(syms);
+  std::string line;
+  while (std::getline(ss, line)) {
+    // "                 U ncclAllReduce" -> "ncclAllReduce"; strip "@VERSION".
+    size_t u = line.find(" U ");
+    if (u == std::string::npos) continue;
+    std::string s = line.substr(u + 3);
+    size_t at = s.find('@');
+    if (at != std::string::npos) s = s.substr(0, at);
+    symbols.push_back(s);
+  }
+  std::string dyn = run_command("objdump -p " + quote(so_path), &st);
+  std::vector<std::string> needed;
+  std::stringstream ds(dyn);
+  while (std::getline(ds, line)) {
+    size_t k = line.find("NEEDED");
+    if (k != std::string::npos) {
+      std::string lib = line.substr(k + 6);
+      lib.erase(0, lib.find_first_not_of(" \t"));
+      needed.push_back(lib);
+    }
+  }
+  return check_import_list(symbols, needed);
+}
+
+}  // namespace pkb

@@ -1,0 +1,15 @@
+// The user-facing commands; each returns the process exit code (see outcome.h).
+#pragma once
+
+#include <string>
+
+#include "driver/options.h"
+
+namespace pkb {
+
+int cmd_list();
+int cmd_show(const std::string& problem);
+int cmd_run(const RunOptions& opts);
+int cmd_golden(const GoldenOptions& opts);
+
+}  // namespace pkb

@@ -1,0 +1,141 @@
+#include "driver/evaluation.h"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "common/build_info.h"
+#include "driver/launcher.h"
+#include "pkb/check.h"
+
+namespace pkb {
+
+std::vector<std::pair<std::string, std::string>> worker_policy_env() {
+  return {{"NCCL_NVLS_ENABLE", "0"}, {"TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"}, {"NVSHMEM_DISABLE_NVLS", "1"}};
+}
+
+namespace {
+
+Json read_json_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return Json::object();
+  Json j = Json::parse(f, nullptr, false);
+  return j.is_discarded() ? Json::object() : j;
+}
+
+}  // namespace
+
+EvalResult run_evaluation(const EvalRequest& req) {
+  EvalResult res;
+  mkdir(req.eval_dir.c_str(), 0755);
+  Json job = req.job;
+  job["result_dir"] = req.eval_dir;
+  job["timeout_s"] = req.timeout_s;
+  std::string job_path = req.eval_dir + "/job.json";
+  write_file_atomic(job_path, job.dump(2), true);
+  for (int r = 0; r < req.world; ++r) unlink((req.eval_dir + "/rank_" + std::to_string(r) + ".json").c_str());
+
+  LaunchSpec spec;
+  spec.argv = {self_exe(), "worker", job_path};
+  spec.world = req.world;
+  spec.log_dir = req.eval_dir;
+  spec.deadline_s = req.timeout_s;
+  for (const auto& [k, v] : worker_policy_env()) spec.env[k] = v;
+  spec.env["MASTER_ADDR"] = "127.0.0.1";
+  if (job.value("device", "cpu") == "cpu") {
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    spec.env["OMP_NUM_THREADS"] = std::to_string(std::max(1u, cores / static_cast<unsigned>(req.world)));
+  }
+  // NOTE [store in the driver]
+  // The driver, not rank 0, serves the evaluation's TCPStore: ranks finish and
+  // exit at different times (or crash), and a store that died with rank 0
+  // would turn its peers' last reads into spurious errors.
+  StoreSocket sock = open_store_socket();
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<uint16_t>(sock.port);
+  so.isServer = true;
+  so.waitWorkers = false;
+  so.masterListenFd = sock.fd;  // the store takes the socket over
+  auto server = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+  spec.env["MASTER_PORT"] = std::to_string(sock.port);
+  LaunchResult lr = launch_and_wait(spec);
+  server.reset();
+  res.wall_s = lr.wall_s;
+
+  res.process = Json::object();
+  res.process["wall_s"] = lr.wall_s;
+  res.process["deadline_hit"] = lr.deadline_hit;
+  res.process["killed_after_peer_failure"] = lr.peer_failure_kill;
+  res.process["ranks"] = Json::array();
+
+  Outcome best = Outcome::kCorrect;
+  bool any = false;
+  // The earliest outcome in the taxonomy wins; among equals, the lowest rank.
+  struct RankOutcome {
+    Outcome outcome;
+    int rank;
+    std::string reason;
+  };
+  std::vector<RankOutcome> attributable;  // the candidate's failures, earliest outcome first
+  auto consider = [&](Outcome o, int rank, const std::string& reason) {
+    if (o != Outcome::kHarnessError && o != Outcome::kCorrect) {
+      auto it = attributable.begin();
+      while (it != attributable.end() && first_of(it->outcome, o) == it->outcome) ++it;
+      attributable.insert(it, {o, rank, reason});
+    }
+    if (!any || (o != best && first_of(o, best) == o)) {
+      best = o;
+      res.deciding_rank = rank;
+      res.reason = reason;
+    }
+    any = true;
+  };
+  for (int r = 0; r < req.world; ++r) {
+    const RankExit& e = lr.ranks[r];
+    std::string log = req.eval_dir + "/rank_" + std::to_string(r) + ".log";
+    Json pj = {{"rank", r}, {"pid", e.pid}, {"seconds", e.seconds}};
+    if (e.exited) pj["exit_code"] = e.exit_code;
+    if (e.signal) pj["signal"] = signal_name(e.signal);
+    pj["killed_by_harness"] = e.killed_by_harness;
+    res.process["ranks"].push_back(pj);
+
+    Json rj = read_json_file(req.eval_dir + "/rank_" + std::to_string(r) + ".json");
+    res.ranks.push_back(rj);
+    std::string prefix = "rank " + std::to_string(r) + ": ";
+    if (rj.contains("outcome")) {
+      consider(outcome_from_name(rj["outcome"].get<std::string>()), r, prefix + rj.value("reason", ""));
+      continue;
+    }
+    // No result file: judge by how the process ended.
+    if (e.signal && !e.killed_by_harness) {
+      consider(Outcome::kRuntimeError, r,
+               prefix + "killed by " + signal_name(e.signal) + "\n" + tail_of_file(log, 1500));
+    } else if (e.killed_by_harness && lr.deadline_hit) {
+      consider(Outcome::kTimeout, r,
+               prefix + "no result after " + std::to_string(static_cast<int>(req.timeout_s)) +
+                   " s (deadlock or hang); killed");
+    } else if (e.killed_by_harness) {
+      // Killed because a peer failed first; the peer's outcome decides.
+    } else {
+      consider(Outcome::kHarnessError, r,
+               prefix + "exited with code " + std::to_string(e.exit_code) + " without a result\n" +
+                   tail_of_file(log, 1500));
+    }
+  }
+  // A rank whose collective broke because a peer crashed or gave up reports a
+  // harness error that is only a consequence: the peer's outcome decides.
+  if (any && best == Outcome::kHarnessError && !attributable.empty()) {
+    best = attributable.front().outcome;
+    res.deciding_rank = attributable.front().rank;
+    res.reason = attributable.front().reason;
+  }
+  res.outcome = any ? best : Outcome::kHarnessError;
+  if (!any) res.reason = "no rank produced a result";
+  return res;
+}
+
+}  // namespace pkb

@@ -1,0 +1,169 @@
+#include "driver/launcher.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "pkb/check.h"
+
+namespace pkb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+[[noreturn]] void exec_rank(const LaunchSpec& spec, int rank, pid_t pgid) {
+  // Child: never returns. Only async-signal-safe work would be strictly
+  // correct here; the driver is single-threaded when it forks.
+  setpgid(0, pgid);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  std::string log = spec.log_dir + "/rank_" + std::to_string(rank) + ".log";
+  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+  }
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  for (const auto& [k, v] : spec.env) setenv(k.c_str(), v.c_str(), 1);
+  setenv("RANK", std::to_string(rank).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(spec.world).c_str(), 1);
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  fprintf(stderr, "exec %s failed: %s\n", argv[0], strerror(errno));
+  _exit(127);
+}
+
+}  // namespace
+
+StoreSocket open_store_socket() {
+  StoreSocket s;
+  s.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  PKB_CHECK(s.fd >= 0, "socket(): ", strerror(errno));
+  int one = 1;
+  setsockopt(s.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  PKB_CHECK(bind(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, "bind(): ", strerror(errno));
+  PKB_CHECK(listen(s.fd, 128) == 0, "listen(): ", strerror(errno));
+  socklen_t len = sizeof(addr);
+  PKB_CHECK(getsockname(s.fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0, "getsockname(): ",
+            strerror(errno));
+  s.port = ntohs(addr.sin_port);
+  return s;
+}
+
+LaunchResult launch_and_wait(const LaunchSpec& spec) {
+  PKB_CHECK(spec.world >= 1 && !spec.argv.empty(), "bad launch spec");
+  mkdir(spec.log_dir.c_str(), 0755);
+  LaunchResult res;
+  res.ranks.resize(spec.world);
+  std::vector<pid_t> pids(spec.world, -1);
+  pid_t pgid = 0;
+  auto t0 = Clock::now();
+  for (int r = 0; r < spec.world; ++r) {
+    pid_t pid = fork();
+    PKB_CHECK(pid >= 0, "fork(): ", strerror(errno));
+    if (pid == 0) exec_rank(spec, r, pgid);
+    if (r == 0) pgid = pid;
+    setpgid(pid, pgid);  // also from the parent, so the group exists before we may kill it
+    pids[r] = pid;
+    res.ranks[r].rank = r;
+    res.ranks[r].pid = pid;
+  }
+
+  int alive = spec.world;
+  bool term_sent = false, kill_sent = false;
+  double kill_at = -1, term_at = -1;
+  while (alive > 0) {
+    for (int r = 0; r < spec.world; ++r) {
+      if (pids[r] < 0) continue;
+      int status = 0;
+      pid_t got = waitpid(pids[r], &status, WNOHANG);
+      if (got != pids[r]) continue;
+      RankExit& e = res.ranks[r];
+      e.seconds = since(t0);
+      if (WIFEXITED(status)) {
+        e.exited = true;
+        e.exit_code = WEXITSTATUS(status);
+      } else if (WIFSIGNALED(status)) {
+        e.signal = WTERMSIG(status);
+        e.killed_by_harness = term_sent;
+      }
+      bool abnormal = !(e.exited && e.exit_code == kWorkerExitOk);
+      if (abnormal && !e.killed_by_harness && res.first_failed_rank < 0) {
+        res.first_failed_rank = r;
+        if (term_at < 0) term_at = since(t0) + spec.grace_after_failure_s;
+      }
+      pids[r] = -1;
+      --alive;
+    }
+    if (alive == 0) break;
+    double now = since(t0);
+    if (!term_sent && now >= spec.deadline_s) {
+      res.deadline_hit = true;
+      term_at = now;
+    }
+    if (!term_sent && term_at >= 0 && now >= term_at) {
+      if (!res.deadline_hit) res.peer_failure_kill = true;
+      killpg(pgid, SIGTERM);
+      term_sent = true;
+      kill_at = now + spec.term_to_kill_s;
+    }
+    if (term_sent && !kill_sent && now >= kill_at) {
+      killpg(pgid, SIGKILL);
+      kill_sent = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // Anything the ranks left behind in their group goes too.
+  killpg(pgid, SIGKILL);
+  res.wall_s = since(t0);
+  return res;
+}
+
+std::string signal_name(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    default: return "signal " + std::to_string(sig);
+  }
+}
+
+std::string tail_of_file(const std::string& path, size_t max_bytes) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return "";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string s = ss.str();
+  if (s.size() > max_bytes) s = "..." + s.substr(s.size() - max_bytes);
+  return s;
+}
+
+}  // namespace pkb

@@ -1,0 +1,65 @@
+// Starts one worker process per rank and watches them (DESIGN.md §3).
+//
+// NOTE [process lifetime]
+// All ranks of one evaluation share one process group, so that whatever a
+// candidate spawns dies with them. Each rank dies with the driver
+// (PR_SET_PDEATHSIG). The driver waits for every rank; when one ends
+// abnormally it gives the others a short grace period (peers blocked on a dead
+// rank never finish) and then kills the group; at the deadline it sends TERM,
+// then KILL. After the ranks are reaped the group is killed once more, so no
+// process outlives its evaluation.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pkb {
+
+struct LaunchSpec {
+  std::vector<std::string> argv;  // the same worker command for every rank
+  int world = 1;
+  std::map<std::string, std::string> env;  // added to this process's environment
+  std::string log_dir;                     // rank_<r>.log (stdout and stderr)
+  double deadline_s = 300;
+  double grace_after_failure_s = 5;
+  double term_to_kill_s = 2;
+};
+
+struct RankExit {
+  int rank = 0;
+  int pid = 0;
+  bool exited = false;   // exited normally (exit_code valid)
+  int exit_code = -1;
+  int signal = 0;        // killed by this signal
+  bool killed_by_harness = false;  // the signal was ours (deadline or peer failure)
+  double seconds = 0;    // when it ended, from launch
+};
+
+struct LaunchResult {
+  std::vector<RankExit> ranks;
+  bool deadline_hit = false;
+  bool peer_failure_kill = false;  // killed after another rank failed
+  int first_failed_rank = -1;      // first rank to end abnormally, by time
+  double wall_s = 0;
+};
+
+// A listening TCP socket on 127.0.0.1 with a free port, for the driver's
+// TCPStore (no race between choosing a port and binding it).
+struct StoreSocket {
+  int fd = -1;
+  int port = 0;
+};
+StoreSocket open_store_socket();
+
+// Exit codes a worker uses to say how it ended (anything else is abnormal).
+inline constexpr int kWorkerExitOk = 0;              // result file written
+inline constexpr int kWorkerExitCandidateFailed = 10;  // result written; peers may be stuck
+
+LaunchResult launch_and_wait(const LaunchSpec& spec);
+
+std::string signal_name(int sig);
+// The last `max_bytes` of a file, for reasons quoted from a rank's log.
+std::string tail_of_file(const std::string& path, size_t max_bytes = 2000);
+
+}  // namespace pkb

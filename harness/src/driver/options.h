@@ -1,0 +1,39 @@
+// What the user asked for, as parsed by the command line (cli.cpp).
+#pragma once
+
+#include <string>
+
+namespace pkb {
+
+struct RunOptions {
+  std::string device = "auto";   // auto | cpu | cuda (auto: cuda when GPUs are visible)
+  int nproc = 0;                 // 0: every visible GPU (cuda) or 2 (cpu)
+  std::string problems = "all";
+  std::string solutions = "reference";  // a folder, or "reference"
+  std::string name;              // the model/run name in records (default: folder name)
+  int trials = 5;
+  std::string base_shape;        // "MxN"; default 1024x1024 (cuda), 128x128 (cpu)
+  bool no_perf = false;
+  int warmup = -1;               // -1: 500 (cuda), 10 (cpu)
+  int iters = -1;                // -1: 100 (cuda), 20 (cpu)
+  int rounds = 2;
+  double timeout_s = 300;        // per evaluation, launch to last rank
+  double compile_timeout_s = 600;
+  std::string out;               // results JSONL
+  bool resume = false;
+  int jobs = 0;                  // parallel compiles; 0: number of cores
+  std::string work_dir;          // per-evaluation logs; default /tmp/pkb-<pid>
+  std::string topology;          // a topology/*.json name or path; default: detected
+  bool keep_work_dir = false;
+};
+
+struct GoldenOptions {
+  std::string dir;
+  std::string device = "cpu";
+  std::string problems = "all";
+  std::string out;
+  double timeout_s = 120;
+  std::string work_dir;
+};
+
+}  // namespace pkb

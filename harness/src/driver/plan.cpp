@@ -1,0 +1,78 @@
+#include "driver/plan.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <map>
+
+namespace pkb {
+
+namespace {
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> extensions(const std::string& device) {
+  return device == "cpu" ? std::vector<std::string>{".cpp"} : std::vector<std::string>{".cu", ".cpp"};
+}
+
+}  // namespace
+
+std::vector<std::pair<int, std::string>> find_candidates(const std::string& dir, const ProblemInfo& p,
+                                                         const std::string& device) {
+  std::map<int, std::string> found;
+  std::vector<std::string> stems = {p.folder_name(), std::to_string(p.spec.id) + "_" + p.spec.slug};
+  for (const auto& stem : stems) {
+    for (const auto& ext : extensions(device)) {
+      if (!found.count(0) && is_file(dir + "/" + stem + ext)) found[0] = dir + "/" + stem + ext;
+    }
+    std::string sub = dir + "/" + stem;
+    if (!is_dir(sub)) continue;
+    DIR* d = opendir(sub.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.rfind("sample_", 0) != 0) continue;
+      size_t dot = n.rfind('.');
+      if (dot == std::string::npos) continue;
+      std::string ext = n.substr(dot), num = n.substr(7, dot - 7);
+      auto exts = extensions(device);
+      if (std::find(exts.begin(), exts.end(), ext) == exts.end()) continue;
+      if (num.empty() || !std::all_of(num.begin(), num.end(), ::isdigit)) continue;
+      int k = std::stoi(num);
+      // Prefer the first extension listed when a sample exists twice.
+      if (!found.count(k) || ext == exts.front()) found[k] = sub + "/" + n;
+    }
+    closedir(d);
+  }
+  return {found.begin(), found.end()};
+}
+
+std::vector<PlanItem> make_plan(const ProblemCatalog& catalog, const std::vector<int>& ids,
+                                const std::string& solutions, const std::string& device, int world) {
+  std::vector<PlanItem> plan;
+  for (int id : ids) {
+    const ProblemInfo& p = catalog.by_id(id);
+    std::string skip;
+    if (device == "cpu" && !p.spec.runs_on_cpu) skip = "cannot run on CPU: " + p.spec.cpu_skip_reason;
+    std::string why = p.problem->check_world(world);
+    if (skip.empty() && !why.empty()) skip = "world size " + std::to_string(world) + " not allowed: " + why;
+    if (solutions == "reference") {
+      plan.push_back({&p, "", 0, skip});
+      continue;
+    }
+    auto cands = find_candidates(solutions, p, device);
+    for (const auto& [k, path] : cands) plan.push_back({&p, path, k, skip});
+  }
+  return plan;
+}
+
+}  // namespace pkb

@@ -1,0 +1,303 @@
+// `pkb run`: plan, build candidates, evaluate each (one launch of W ranks per
+// evaluation), record, summarise.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <future>
+#include <map>
+#include <set>
+#include <mutex>
+#include <thread>
+
+#include "common/build_info.h"
+#include "common/outcome.h"
+#include "common/results.h"
+#include "common/selection.h"
+#include "common/topology_io.h"
+#include "driver/candidate_build.h"
+#include "driver/commands.h"
+#include "driver/evaluation.h"
+#include "driver/plan.h"
+#include "driver/report.h"
+
+namespace pkb {
+
+namespace {
+
+struct Settings {
+  RunOptions opts;
+  std::string device;
+  int world = 2;
+  int64_t m = 1024, n = 1024;
+  int warmup = 500, iters = 100;
+  std::string run_name, solutions_label;
+  Topology topology;
+  std::string work_dir;
+};
+
+int visible_gpus() {
+  // The driver never touches a GPU (DESIGN.md §3); NVML or the runtime would
+  // need the driver library. Count device nodes instead.
+  int n = 0;
+  for (int i = 0; i < 64; ++i) {
+    struct stat st;
+    if (stat(("/dev/nvidia" + std::to_string(i)).c_str(), &st) == 0) ++n;
+  }
+  return n;
+}
+
+Settings resolve(const RunOptions& o, const std::string& sources) {
+  Settings s;
+  s.opts = o;
+  s.device = o.device;
+  if (s.device == "auto") s.device = have_cuda_build() && visible_gpus() > 0 ? "cuda" : "cpu";
+  PKB_CHECK(s.device == "cpu" || s.device == "cuda", "--device must be auto, cpu or cuda, got '", s.device, "'");
+  if (s.device == "cuda") PKB_CHECK(have_cuda_build(), "this pkb was built without the GPU path; use --device cpu");
+  if (s.device == "cpu") PKB_CHECK(have_cpu_mode(), "this pkb was built without CPU mode (gloo headers missing)");
+  s.world = o.nproc > 0 ? o.nproc : (s.device == "cuda" ? std::max(1, visible_gpus()) : 2);
+  auto [m, n] = parse_shape(o.base_shape.empty() ? (s.device == "cuda" ? "1024x1024" : "128x128") : o.base_shape);
+  s.m = m;
+  s.n = n;
+  s.warmup = o.warmup >= 0 ? o.warmup : (s.device == "cuda" ? 500 : 10);
+  s.iters = o.iters > 0 ? o.iters : (s.device == "cuda" ? 100 : 20);
+  PKB_CHECK(o.trials >= 1, "--trials must be at least 1");
+  PKB_CHECK(o.rounds >= 1, "--rounds must be at least 1");
+  s.solutions_label = o.solutions == "reference" ? "reference" : o.solutions;
+  while (s.solutions_label.size() > 1 && s.solutions_label.back() == '/') s.solutions_label.pop_back();
+  s.run_name = !o.name.empty() ? o.name : s.solutions_label.substr(s.solutions_label.rfind('/') + 1);
+  if (s.device == "cpu") s.topology = o.topology.empty() ? cpu_topology() : load_topology(o.topology, sources);
+  else s.topology = load_topology(o.topology.empty() ? "h200_sxm_2" : o.topology, sources);
+  s.work_dir = o.work_dir.empty() ? "/tmp/pkb-" + std::to_string(getpid()) : o.work_dir;
+  return s;
+}
+
+Json base_record(const Settings& s, const PlanItem& item) {
+  const ProblemSpec& sp = item.problem->spec;
+  Json r;
+  r["schema_version"] = kResultSchemaVersion;
+  r["kind"] = "evaluation";
+  r["run_name"] = s.run_name;
+  r["solutions"] = s.solutions_label;
+  r["problem_id"] = sp.id;
+  r["slug"] = sp.slug;
+  r["category"] = sp.category;
+  r["sample"] = item.sample;
+  r["candidate"] = item.source.empty() ? "reference" : item.source;
+  r["world_size"] = s.world;
+  r["device"] = s.device;
+  r["base_shape"] = {s.m, s.n};
+  r["dtype"] = "bfloat16";
+  r["args"] = {{"trials", s.opts.trials}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
+               {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s}};
+  r["topology"] = s.topology.name;
+  r["toolchain"] = toolchain_json();
+  r["git_sha"] = git_sha();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  r["host"] = host;
+  r["started_at"] = utc_timestamp();
+  return r;
+}
+
+// Times, speedup and roofline from the per-rank results: the slowest rank's
+// mean is the run's time (NOTE [timing protocol]); see NOTE [roofline].
+void add_times(Json& r, const EvalResult& e, const Topology& topo) {
+  double ref = 0, cand = 0, ref_med = 0, cand_med = 0;
+  Json per_rank = Json::array();
+  Cost cost;
+  bool have = false;
+  for (const auto& rj : e.ranks) {
+    if (rj.contains("cost")) {
+      const Json& c = rj["cost"];
+      cost.nvlink_bytes_per_rank = std::max(cost.nvlink_bytes_per_rank, c.value("nvlink_bytes_per_rank", 0.0));
+      cost.hbm_bytes_per_rank = std::max(cost.hbm_bytes_per_rank, c.value("hbm_bytes_per_rank", 0.0));
+      cost.flops_per_rank = std::max(cost.flops_per_rank, c.value("flops_per_rank", 0.0));
+    }
+    if (!rj.contains("timing")) continue;
+    const Json& t = rj["timing"];
+    have = true;
+    ref = std::max(ref, t["reference"].value("mean_us", 0.0));
+    cand = std::max(cand, t["candidate"].value("mean_us", 0.0));
+    ref_med = std::max(ref_med, t["reference"].value("median_us", 0.0));
+    cand_med = std::max(cand_med, t["candidate"].value("median_us", 0.0));
+    per_rank.push_back({{"rank", rj.value("rank", -1)}, {"reference", t["reference"]}, {"candidate", t["candidate"]},
+                        {"groups", t.value("groups", 0)}});
+  }
+  r["cost"] = {{"nvlink_bytes_per_rank", cost.nvlink_bytes_per_rank},
+               {"hbm_bytes_per_rank", cost.hbm_bytes_per_rank},
+               {"flops_per_rank", cost.flops_per_rank}};
+  if (!have) return;
+  r["times"] = {{"reference_us", ref},
+                {"candidate_us", cand},
+                {"reference_median_us", ref_med},
+                {"candidate_median_us", cand_med},
+                {"per_rank", per_rank}};
+  if (cand > 0) r["speedup"] = ref / cand;
+  Roofline roof = roofline(cost, topo);
+  if (roof.valid) {
+    r["roofline"] = {{"t_roof_us", roof.t_roof_us},
+                     {"bound", roof.bound},
+                     {"reference_fraction", ref > 0 ? roof.t_roof_us / ref : 0.0},
+                     {"candidate_fraction", cand > 0 ? roof.t_roof_us / cand : 0.0}};
+  }
+}
+
+Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* build, int index) {
+  Json r = base_record(s, item);
+  auto finish = [&](Outcome o, const std::string& reason) {
+    r["outcome"] = outcome_name(o);
+    r["reason"] = reason;
+    r["finished_at"] = utc_timestamp();
+    return r;
+  };
+  if (build) {
+    r["build"] = {{"ok", build->ok}, {"cached", build->cached}, {"seconds", build->seconds}, {"key", build->key}};
+    if (!build->log.empty()) r["build"]["log"] = build->log;
+    if (!build->ok) return finish(Outcome::kCompileError, "compile failed:\n" + build->log);
+    ImportCheck ic = check_imports(build->so_path);
+    if (!ic.ok) {
+      r["forbidden_imports"] = ic.offending;
+      return finish(Outcome::kForbiddenApi, ic.reason);
+    }
+  }
+  EvalRequest req;
+  req.world = s.world;
+  req.timeout_s = s.opts.timeout_s;
+  req.eval_dir = s.work_dir + "/" + std::to_string(index) + "_" + item.problem->folder_name() + "_s" +
+                 std::to_string(item.sample);
+  req.job = {{"mode", "eval"},
+             {"problem_lib", item.problem->lib_path},
+             {"candidate", build ? build->so_path : "reference"},
+             {"device", s.device},
+             {"trials", s.opts.trials},
+             {"m", s.m},
+             {"n", s.n},
+             {"perf", !s.opts.no_perf},
+             {"warmup", s.warmup},
+             {"iters", s.iters},
+             {"rounds", s.opts.rounds},
+             {"topology", to_json(s.topology)}};
+  EvalResult e = run_evaluation(req);
+  r["deciding_rank"] = e.deciding_rank;
+  r["logs"] = req.eval_dir;
+  r["process"] = e.process;
+  Json trials = Json::array();
+  for (const auto& rj : e.ranks)
+    if (rj.contains("trials")) trials.push_back({{"rank", rj.value("rank", -1)}, {"trials", rj["trials"]}});
+  r["errors"] = trials;
+  add_times(r, e, s.topology);
+  for (const auto& rj : e.ranks)
+    if (rj.contains("recheck") && rj["recheck"].value("outcome", "") != "correct") r["recheck"] = rj["recheck"];
+  return finish(e.outcome, e.reason);
+}
+
+std::map<std::string, BuildResult> build_all(const Settings& s, const std::vector<PlanItem>& plan, Progress& progress) {
+  std::vector<std::string> sources;
+  for (const auto& it : plan)
+    if (!it.source.empty() && it.skip_reason.empty() &&
+        std::find(sources.begin(), sources.end(), it.source) == sources.end())
+      sources.push_back(it.source);
+  std::map<std::string, BuildResult> out;
+  if (sources.empty()) return out;
+  CandidateToolchain tc = CandidateToolchain::load(build_dir());
+  int jobs = s.opts.jobs > 0 ? s.opts.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  progress.note("building " + std::to_string(sources.size()) + " candidate(s) with " + std::to_string(jobs) + " job(s)");
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (int j = 0; j < jobs; ++j) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < sources.size(); i = next++) {
+        BuildResult b;
+        try {
+          b = build_candidate(sources[i], s.device, tc, s.opts.compile_timeout_s);
+        } catch (const std::exception& e) {
+          b.ok = false;
+          b.log = e.what();
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        out[sources[i]] = b;
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+}  // namespace
+
+int cmd_run(const RunOptions& opts) {
+  // Phase: resolve what the user asked for.
+  std::string bdir = build_dir();
+  ProblemCatalog catalog = ProblemCatalog::discover(bdir);
+  Settings s = resolve(opts, source_dir());
+  std::vector<int> ids = catalog.select(opts.problems);
+  if (opts.solutions != "reference") {
+    struct stat st;
+    PKB_CHECK(stat(opts.solutions.c_str(), &st) == 0 && S_ISDIR(st.st_mode), "--solutions '", opts.solutions,
+              "' is not a folder (or 'reference')");
+  }
+  // Phase: plan, and skip what is already recorded.
+  std::vector<PlanItem> plan = make_plan(catalog, ids, opts.solutions, s.device, s.world);
+  std::set<std::string> done;
+  if (!opts.out.empty() && opts.resume) done = record_keys(opts.out);
+  std::unique_ptr<JsonlWriter> writer;
+  if (!opts.out.empty()) writer = std::make_unique<JsonlWriter>(opts.out, opts.resume);
+  mkdir(s.work_dir.c_str(), 0755);
+
+  std::vector<std::string> skipped;
+  std::vector<PlanItem> todo;
+  for (const auto& it : plan) {
+    if (!it.skip_reason.empty()) {
+      skipped.push_back(it.problem->folder_name() + ": " + it.skip_reason);
+      continue;
+    }
+    if (done.count(record_key(base_record(s, it)))) continue;
+    todo.push_back(it);
+  }
+  Progress progress(static_cast<int>(todo.size()));
+  progress.note("pkb run: " + std::to_string(todo.size()) + " evaluation(s) on " + s.device + ", world size " +
+                std::to_string(s.world) + ", base shape " + std::to_string(s.m) + "x" + std::to_string(s.n) +
+                (plan.size() - skipped.size() > todo.size()
+                     ? ", " + std::to_string(plan.size() - skipped.size() - todo.size()) + " already recorded"
+                     : std::string()) +
+                "; logs in " + s.work_dir);
+  for (const auto& sk : skipped) progress.note("skipped " + sk);
+  if (opts.solutions != "reference" && plan.empty()) progress.note("no candidates found in " + opts.solutions);
+
+  // Phase: build every candidate (in parallel, cached).
+  auto builds = build_all(s, todo, progress);
+
+  // Phase: evaluate, recording each result as soon as it exists.
+  std::vector<Json> records;
+  bool harness_error = false, all_correct = true;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const PlanItem& it = todo[i];
+    const BuildResult* b = it.source.empty() ? nullptr : &builds.at(it.source);
+    Json r;
+    try {
+      r = evaluate_item(s, it, b, static_cast<int>(i));
+    } catch (const std::exception& e) {
+      r = base_record(s, it);
+      r["outcome"] = outcome_name(Outcome::kHarnessError);
+      r["reason"] = std::string("driver: ") + e.what();
+    }
+    if (writer) writer->append(r);
+    progress.finished(r);
+    std::string o = r.value("outcome", std::string());
+    harness_error |= o == "harness_error";
+    all_correct &= o == "correct";
+    records.push_back(std::move(r));
+  }
+
+  // Phase: report.
+  std::printf("%s", summary_markdown(records, skipped).c_str());
+  if (writer) progress.note("results: " + writer->path());
+  if (harness_error) return kExitHarnessError;
+  return all_correct ? kExitAllCorrect : kExitSomeNotCorrect;
+}
+
+}  // namespace pkb

@@ -1,0 +1,129 @@
+#include "worker/compare.h"
+
+#include <sstream>
+
+namespace pkb {
+
+namespace {
+
+std::string shape_str(at::IntArrayRef s) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
+  os << (s.size() == 1 ? ",)" : ")");
+  return os.str();
+}
+
+at::Tensor as_float(const at::Tensor& t) {
+  at::Tensor c = t.detach().cpu();
+  if (c.is_complex()) c = at::view_as_real(c);
+  return c.to(at::kFloat).contiguous();
+}
+
+std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
+  }
+  return idx;
+}
+
+}  // namespace
+
+CompareResult compare_outputs(const Outputs& ref, const Outputs& got, const Tolerance& tol,
+                              const std::vector<bool>& checked) {
+  CompareResult res;
+  if (ref.size() != got.size()) {
+    res.outcome = Outcome::kShapeMismatch;
+    res.reason = "expected " + std::to_string(ref.size()) + " outputs, got " + std::to_string(got.size());
+    return res;
+  }
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const at::Tensor& r = ref[i];
+    const at::Tensor& g = got[i];
+    OutputDiff d;
+    d.index = static_cast<int>(i);
+    if (!g.defined()) {
+      res.outcome = first_of(res.outcome, Outcome::kShapeMismatch);
+      if (res.reason.empty()) res.reason = "output " + std::to_string(i) + " is an undefined tensor";
+      res.outputs.push_back(d);
+      continue;
+    }
+    d.shape = g.sizes().vec();
+    d.dtype = c10::toString(g.scalar_type());
+    d.numel = g.numel();
+    if (r.sizes() != g.sizes() || r.scalar_type() != g.scalar_type()) {
+      res.outcome = first_of(res.outcome, Outcome::kShapeMismatch);
+      if (res.reason.empty()) {
+        res.reason = "output " + std::to_string(i) + ": expected " + shape_str(r.sizes()) + " " +
+                     c10::toString(r.scalar_type()) + ", got " + shape_str(g.sizes()) + " " +
+                     c10::toString(g.scalar_type());
+      }
+      res.outputs.push_back(d);
+      continue;
+    }
+    if (i < checked.size() && !checked[i]) {
+      d.values_checked = false;
+      res.outputs.push_back(d);
+      continue;
+    }
+    at::Tensor rf = as_float(r), gf = as_float(g);
+    at::Tensor diff = (gf - rf).abs();
+    // Infinities must match exactly: with ref = +inf the bound is inf too.
+    at::Tensor finite = rf.isfinite() & gf.isfinite();
+    at::Tensor ok = (gf == rf) | (rf.isnan() & gf.isnan()) | (finite & (diff <= tol.atol + tol.rtol * rf.abs()));
+    at::Tensor bad = ok.logical_not();
+    d.mismatches = bad.sum().item<int64_t>();
+    if (finite.any().item<bool>()) {
+      at::Tensor fd = diff.masked_select(finite);
+      d.max_abs_err = fd.max().item<double>();
+      at::Tensor nz = finite & (rf != 0);
+      if (nz.any().item<bool>()) d.max_rel_err = (diff.masked_select(nz) / rf.abs().masked_select(nz)).max().item<double>();
+    }
+    if (d.mismatches > 0) {
+      int64_t flat = bad.reshape({-1}).nonzero()[0][0].item<int64_t>();
+      at::IntArrayRef shape = rf.sizes();
+      d.first_bad_index = unravel(flat, shape);
+      d.first_bad_ref = rf.reshape({-1})[flat].item<double>();
+      d.first_bad_got = gf.reshape({-1})[flat].item<double>();
+      res.outcome = first_of(res.outcome, Outcome::kOutputMismatch);
+      if (res.reason.empty()) {
+        std::ostringstream os;
+        os << "output " << i << ": " << d.mismatches << " of " << d.numel << " elements differ (max abs err "
+           << d.max_abs_err << "); first at " << shape_str(d.first_bad_index) << ": expected "
+           << d.first_bad_ref << ", got " << d.first_bad_got;
+        res.reason = os.str();
+      }
+    }
+    res.outputs.push_back(d);
+  }
+  return res;
+}
+
+Json to_json(const CompareResult& c) {
+  Json j;
+  j["outcome"] = outcome_name(c.outcome);
+  j["reason"] = c.reason;
+  j["outputs"] = Json::array();
+  for (const auto& d : c.outputs) {
+    Json o;
+    o["index"] = d.index;
+    o["shape"] = d.shape;
+    o["dtype"] = d.dtype;
+    o["numel"] = d.numel;
+    o["mismatches"] = d.mismatches;
+    if (!d.values_checked) o["values_checked"] = false;
+    o["max_abs_err"] = d.max_abs_err;
+    o["max_rel_err"] = d.max_rel_err;
+    if (!d.first_bad_index.empty()) {
+      o["first_bad_index"] = d.first_bad_index;
+      o["first_bad_expected"] = d.first_bad_ref;
+      o["first_bad_got"] = d.first_bad_got;
+    }
+    j["outputs"].push_back(o);
+  }
+  return j;
+}
+
+}  // namespace pkb

@@ -1,0 +1,72 @@
+// A worker's view of the other ranks: the c10d store (rendezvous and verdicts)
+// and the world process group (Gloo on CPU, NCCL on GPU).
+//
+// NOTE [verdicts through the store]
+// Whether a rank's candidate ran, and whether its outputs matched, is exchanged
+// through the TCPStore, never through the backend: a candidate may have left
+// NCCL (or the GPU) in a state where a collective would hang or fail, and all
+// ranks must still agree on what to do next, or the ones that go on wait
+// forever for the ones that stopped.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pkb/collectives.h"
+
+namespace pkb {
+
+struct DistributedOptions {
+  int rank = 0;
+  int world = 1;
+  at::Device device = at::kCPU;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  std::chrono::milliseconds timeout{300000};
+};
+
+class Distributed {
+ public:
+  explicit Distributed(const DistributedOptions& opts);
+  ~Distributed();
+
+  int rank() const { return opts_.rank; }
+  int world() const { return opts_.world; }
+  at::Device device() const { return opts_.device; }
+  c10d::Store& store() { return *store_; }
+  c10::intrusive_ptr<c10d::Store> store_ptr() { return store_; }
+  const c10::intrusive_ptr<c10d::Backend>& world_backend() const { return backend_; }
+
+  // Every rank's `value` for a key used once (an all-gather through the store).
+  std::vector<std::string> exchange(const std::string& key, const std::string& value);
+  // This rank's half of exchange(): sets the value without waiting for peers
+  // (for a rank that is about to leave).
+  void publish(const std::string& key, const std::string& value);
+  // All ranks reach this point (through the store; see NOTE [verdicts through the store]).
+  void store_barrier(const std::string& key);
+  // Waits for this rank's device work (no-op on CPU).
+  void device_sync() const;
+
+  Collectives& collectives() { return *collectives_; }
+
+  // A backend over `ranks` (global ranks) through a prefixed store; null when
+  // this rank is not a member. Collective: every rank calls it.
+  c10::intrusive_ptr<c10d::Backend> make_backend(const std::vector<int64_t>& ranks, const std::string& tag);
+
+ private:
+  DistributedOptions opts_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::Backend> backend_;
+  std::unique_ptr<Collectives> collectives_;
+};
+
+// The torch.distributed-like facade over c10d backends.
+std::unique_ptr<Collectives> make_c10d_collectives(Distributed& dist);
+
+}  // namespace pkb

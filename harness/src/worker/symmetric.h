@@ -1,0 +1,21 @@
+// Symmetric buffers behind pkb::Context::symmetric(): POSIX shared memory on
+// CPU, PyTorch's symmetric memory (NVLink peer mappings) on GPU.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "pkb/context.h"
+#include "worker/distributed.h"
+
+namespace pkb {
+
+// Every rank calls this with the same name and size (collective).
+std::unique_ptr<SymmetricBuffer> make_host_symmetric(Distributed& dist, const std::string& name, size_t bytes);
+#ifdef PKB_HAVE_CUDA
+std::unique_ptr<SymmetricBuffer> make_cuda_symmetric(Distributed& dist, const std::string& name, size_t bytes);
+#endif
+
+inline constexpr size_t kSignalPadBytes = 4096;
+
+}  // namespace pkb

@@ -1,0 +1,188 @@
+// See NOTE [timing protocol] in timing.h.
+#include "worker/timing.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#ifdef PKB_HAVE_CUDA
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#endif
+
+#include "pkb/check.h"
+
+namespace pkb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double tensor_bytes(const Inputs& in) {
+  double b = 0;
+  for (const auto& a : in.args())
+    if (auto t = std::get_if<at::Tensor>(&a.value))
+      if (t->defined()) b += static_cast<double>(t->nbytes());
+  return b;
+}
+
+// Per-iteration timer: CUDA events on the current stream, or the host clock.
+class IterationTimer {
+ public:
+  IterationTimer(const at::Device& device, int n) : cuda_(device.is_cuda()), n_(n) {
+#ifdef PKB_HAVE_CUDA
+    if (cuda_) {
+      events_.resize(n + 1);
+      for (auto& e : events_) PKB_CUDA_CHECK(cudaEventCreate(&e));
+      stream_ = c10::cuda::getCurrentCUDAStream(device.index()).stream();
+    }
+#endif
+    host_.resize(n + 1);
+  }
+  ~IterationTimer() {
+#ifdef PKB_HAVE_CUDA
+    for (auto& e : events_) cudaEventDestroy(e);
+#endif
+  }
+  void mark(int i) {
+#ifdef PKB_HAVE_CUDA
+    if (cuda_) {
+      PKB_CUDA_CHECK(cudaEventRecord(events_[i], stream_));
+      return;
+    }
+#endif
+    host_[i] = Clock::now();
+  }
+  std::vector<double> durations_us() const {
+    std::vector<double> out(n_);
+#ifdef PKB_HAVE_CUDA
+    if (cuda_) {
+      for (int i = 0; i < n_; ++i) {
+        float ms = 0;
+        PKB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
+        out[i] = ms * 1e3;
+      }
+      return out;
+    }
+#endif
+    for (int i = 0; i < n_; ++i) out[i] = std::chrono::duration<double, std::micro>(host_[i + 1] - host_[i]).count();
+    return out;
+  }
+
+ private:
+  bool cuda_;
+  int n_;
+  std::vector<Clock::time_point> host_;
+#ifdef PKB_HAVE_CUDA
+  std::vector<cudaEvent_t> events_;
+  cudaStream_t stream_ = nullptr;
+#endif
+};
+
+struct Side {
+  const TimedFn* fn;
+  std::vector<Inputs> groups;
+  size_t next = 0;
+  std::vector<double> samples;
+  double wall_us = 0;
+  bool anomaly = false;
+  Outputs last;
+};
+
+void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std::string& tag,
+                 const TimingOptions& opts) {
+  for (int i = 0; i < warmup; ++i) (*side.fn)(side.groups[side.next++ % side.groups.size()]);
+  dist.device_sync();
+  dist.store_barrier(tag);
+  IterationTimer timer(dist.device(), iters);
+  auto t0 = Clock::now();
+  timer.mark(0);
+  for (int i = 0; i < iters; ++i) {
+    side.last = (*side.fn)(side.groups[side.next++ % side.groups.size()]);
+    timer.mark(i + 1);
+  }
+  dist.device_sync();
+  double wall = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  auto d = timer.durations_us();
+  double events = std::accumulate(d.begin(), d.end(), 0.0);
+  if (wall > opts.wall_ratio * events + opts.wall_slack_us) side.anomaly = true;
+  side.wall_us += wall;
+  side.samples.insert(side.samples.end(), d.begin(), d.end());
+}
+
+TimingStats stats_of(const Side& s) {
+  TimingStats st;
+  std::vector<double> v = s.samples;
+  st.n = static_cast<int>(v.size());
+  if (v.empty()) return st;
+  std::sort(v.begin(), v.end());
+  st.mean_us = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  st.median_us = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  st.min_us = v.front();
+  st.max_us = v.back();
+  st.events_us = st.mean_us;
+  st.wall_us = s.wall_us / v.size();
+  st.anomaly = s.anomaly;
+  return st;
+}
+
+}  // namespace
+
+int input_groups_for(double input_bytes, double cache_bytes) {
+  if (input_bytes >= 3 * cache_bytes) return 1;
+  if (input_bytes <= 0) return 2;
+  double g = std::floor(3 * cache_bytes / input_bytes) + 1;
+  return static_cast<int>(std::clamp(g, 2.0, 128.0));
+}
+
+TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const TimedFn& cand, const TimedFn& ref,
+                              const TimingOptions& opts) {
+  PKB_CHECK(opts.iters >= 1 && opts.rounds >= 1 && opts.warmup >= 0, "bad timing options");
+  TimingResult res;
+  res.input_bytes = tensor_bytes(inputs);
+  res.groups = input_groups_for(res.input_bytes, opts.cache_bytes);
+  Side c{&cand}, r{&ref};
+  for (int g = 0; g < res.groups; ++g) {
+    c.groups.push_back(inputs.clone());
+    r.groups.push_back(inputs.clone());
+  }
+  const int rounds = std::min(opts.rounds, opts.iters);
+  for (int k = 0; k < rounds; ++k) {
+    // Equal shares; the first segments take the remainders.
+    int iters = opts.iters / rounds + (k < opts.iters % rounds ? 1 : 0);
+    int warm = opts.warmup / rounds + (k < opts.warmup % rounds ? 1 : 0);
+    Side* order[2] = {&c, &r};
+    if (k % 2) std::swap(order[0], order[1]);
+    for (Side* s : order)
+      run_segment(dist, *s, warm, iters, "timing/" + std::to_string(k) + (s == &c ? "c" : "r"), opts);
+  }
+  res.cand = stats_of(c);
+  res.ref = stats_of(r);
+  res.last_cand = std::move(c.last);
+  res.last_ref = std::move(r.last);
+  return res;
+}
+
+Json to_json(const TimingStats& s) {
+  return Json{{"n", s.n},           {"mean_us", s.mean_us}, {"median_us", s.median_us},
+              {"min_us", s.min_us}, {"max_us", s.max_us},   {"wall_us", s.wall_us},
+              {"anomaly", s.anomaly}};
+}
+
+double cache_bytes_for(const at::Device& device) {
+#ifdef PKB_HAVE_CUDA
+  if (device.is_cuda()) {
+    int l2 = 0;
+    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device.index()) == cudaSuccess && l2 > 0) return l2;
+    return 50.0 * (1 << 20);
+  }
+#endif
+  long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (l3 > 0) return static_cast<double>(l3);
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? static_cast<double>(l2) : 32.0 * (1 << 20);
+}
+
+}  // namespace pkb

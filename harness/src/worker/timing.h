@@ -1,0 +1,70 @@
+// NOTE [timing protocol]
+// DESIGN.md §5 step 3, the same for every problem, reference and candidate:
+//  1. Input groups: enough deep copies of *all* input tensors that cycling
+//     through them exceeds 3x the last-level cache, so no timed call reads
+//     inputs the previous call left in cache: G = 1 when one set already
+//     exceeds 3*L2, else floor(3*L2/bytes)+1 clamped to [2, 128]. Reference and
+//     candidate get their own groups (some problems mutate their inputs).
+//  2. Alternating rounds: the timed iterations are split into `rounds`
+//     segments per side, taken in the order C R R C C R ..., so that clock or
+//     thermal drift hits both sides alike. The warm-up is split the same way
+//     and runs right before each segment.
+//  3. Before each timed segment: device sync on every rank, then a cross-rank
+//     barrier through the store, so that all ranks start together.
+//  4. Per iteration: a CUDA event on the current stream after every call (on
+//     CPU, the host clock); per rank mean, median, min and max. The run's time
+//     is the slowest rank's mean (the published convention; the driver takes it).
+//  5. A host wall clock around each timed segment, ending in a device sync,
+//     cross-checks the events: work hidden on a side stream that the current
+//     stream never waits for shows up as wall time the events did not see, and
+//     the candidate is flagged `timing_anomaly`.
+//  6. The last timed outputs of both sides come from the same input group and
+//     are compared again (a candidate correct once but wrong when repeated,
+//     e.g. from a stale symmetric buffer, fails here).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/results.h"
+#include "pkb/inputs.h"
+#include "worker/distributed.h"
+
+namespace pkb {
+
+struct TimingOptions {
+  int warmup = 500;
+  int iters = 100;
+  int rounds = 2;
+  double cache_bytes = 50.0 * (1 << 20);  // L2 (GPU) or last-level cache (CPU)
+  // A segment is anomalous when wall > wall_ratio * events + wall_slack_us.
+  double wall_ratio = 1.5;
+  double wall_slack_us = 200;
+};
+
+struct TimingStats {
+  int n = 0;
+  double mean_us = 0, median_us = 0, min_us = 0, max_us = 0;
+  double wall_us = 0;    // host wall clock, per iteration
+  double events_us = 0;  // sum of per-iteration events, per iteration (== mean)
+  bool anomaly = false;
+};
+
+struct TimingResult {
+  TimingStats ref, cand;
+  int groups = 1;
+  double input_bytes = 0;
+  Outputs last_ref, last_cand;
+};
+
+using TimedFn = std::function<Outputs(const Inputs&)>;
+
+int input_groups_for(double input_bytes, double cache_bytes);
+TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const TimedFn& cand, const TimedFn& ref,
+                              const TimingOptions& opts);
+Json to_json(const TimingStats& s);
+// The host's last-level cache size (CPU) or the device's L2 (GPU).
+double cache_bytes_for(const at::Device& device);
+
+}  // namespace pkb

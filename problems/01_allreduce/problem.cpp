@@ -1,0 +1,55 @@
+// The published reference all-reduces a copy, so the input keeps its value and
+// the output is a fresh tensor. Inputs are small integers (r + 1) so the bf16
+// sum is exact for W <= 22 whatever order the adds happen in.
+#include "pkb/problem.h"
+
+namespace {
+
+class AllReduce : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s = [] {
+      pkb::ProblemSpec p;
+      p.id = 1;
+      p.slug = "allreduce";
+      p.title = "Sum all-reduce of a constant matrix";
+      p.category = "Collective Primitive";
+      p.origin = "plain torch.distributed collective";
+      p.world_rule = "any";
+      return p;
+    }();
+    return s;
+  }
+
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    pkb::Inputs in;
+    in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
+                         const pkb::Inputs& in) const override {
+    at::Tensor out = in.tensor(0).clone(at::MemoryFormat::Contiguous);
+    comm.all_reduce(out, pkb::ReduceOp::kSum);
+    return {out};
+  }
+
+  // Bandwidth-optimal all-reduce (reduce-scatter + all-gather): 2(W-1)/W of
+  // the tensor each way; (W-1)/W of the elements summed per rank.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);
+    const double numel = static_cast<double>(t.numel());
+    const double bytes = numel * t.element_size();
+    const double w = world;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = 2.0 * (w - 1.0) / w * bytes;
+    c.hbm_bytes_per_rank = 2.0 * bytes;  // read input, write output
+    c.flops_per_rank = (w - 1.0) / w * numel;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(AllReduce)

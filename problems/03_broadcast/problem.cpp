@@ -1,0 +1,53 @@
+// The published reference broadcasts a copy from rank 0, so every rank's input
+// keeps its value (r + 1) and every output is all 1.
+#include "pkb/problem.h"
+
+namespace {
+
+constexpr int kSrc = 0;
+
+class Broadcast : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s = [] {
+      pkb::ProblemSpec p;
+      p.id = 3;
+      p.slug = "broadcast";
+      p.title = "Broadcast from rank 0";
+      p.category = "Collective Primitive";
+      p.origin = "plain torch.distributed collective";
+      p.world_rule = "any";
+      return p;
+    }();
+    return s;
+  }
+
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    pkb::Inputs in;
+    in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
+                         const pkb::Inputs& in) const override {
+    at::Tensor out = in.tensor(0).clone(at::MemoryFormat::Contiguous);
+    comm.broadcast(out, kSrc);
+    return {out};
+  }
+
+  // Each non-root must receive the whole tensor once; a pipelined chain (or a
+  // scatter then all-gather) keeps every rank's traffic at that. No adds.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);
+    const double bytes = static_cast<double>(t.numel()) * t.element_size();
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = world > 1 ? bytes : 0.0;
+    c.hbm_bytes_per_rank = 2.0 * bytes;  // root: read input, write output
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(Broadcast)

@@ -1,0 +1,60 @@
+// Output shapes differ by rank, as in the published reference: rank 0 returns
+// the stacked (W, M, N) tensor; every other rank returns its input tensor
+// itself (M, N), untouched, and that is compared too.
+#include "pkb/problem.h"
+
+namespace {
+
+constexpr int kDst = 0;
+
+class Gather : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s = [] {
+      pkb::ProblemSpec p;
+      p.id = 6;
+      p.slug = "gather";
+      p.title = "Gather to rank 0 as a stacked tensor";
+      p.category = "Collective Primitive";
+      p.origin = "plain torch.distributed collective";
+      p.world_rule = "any";
+      return p;
+    }();
+    return s;
+  }
+
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    pkb::Inputs in;
+    in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
+                         const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);
+    if (comm.rank() != kDst) {
+      comm.gather(t.contiguous(), nullptr, kDst);
+      return {t};
+    }
+    std::vector<at::Tensor> parts;
+    for (int i = 0; i < comm.world_size(); ++i) parts.push_back(at::empty_like(t));
+    comm.gather(t.contiguous(), &parts, kDst);
+    return {at::stack(parts, 0)};
+  }
+
+  // The root must receive the W-1 other tensors; it is the bottleneck and its
+  // figures are returned. Nothing is summed.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);
+    const double bytes = static_cast<double>(t.numel()) * t.element_size();
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (world - 1) * bytes;
+    c.hbm_bytes_per_rank = bytes + world * bytes;  // root: read input, write (W, M, N)
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(Gather)

@@ -1,0 +1,56 @@
+// Each rank contributes W·M rows and keeps M of the summed rows (rank r gets
+// rows [rM, (r+1)M)). Inputs are small integers so the bf16 sum is exact for
+// W <= 22 whatever order the adds happen in.
+#include "pkb/problem.h"
+
+namespace {
+
+class ReduceScatter : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s = [] {
+      pkb::ProblemSpec p;
+      p.id = 7;
+      p.slug = "reducescatter";
+      p.title = "Sum reduce-scatter along rows";
+      p.category = "Collective Primitive";
+      p.origin = "plain torch.distributed collective";
+      p.world_rule = "any";
+      return p;
+    }();
+    return s;
+  }
+
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    pkb::Inputs in;
+    in.add("tensor", at::full({req.world * req.m, req.n}, req.rank + 1, opts));
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
+                         const pkb::Inputs& in) const override {
+    const at::Tensor t = in.tensor(0).contiguous();
+    at::Tensor out = at::empty({t.size(0) / comm.world_size(), t.size(1)}, t.options());
+    comm.reduce_scatter_tensor(out, t, pkb::ReduceOp::kSum);
+    return {out};
+  }
+
+  // Bandwidth-optimal reduce-scatter: (W-1)/W of the input each way, i.e.
+  // W-1 output-sized chunks; (W-1) adds per output element.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);  // (W·M, N)
+    const double in_bytes = static_cast<double>(t.numel()) * t.element_size();
+    const double out_numel = static_cast<double>(t.numel()) / world;
+    const double out_bytes = out_numel * t.element_size();
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (world - 1) * out_bytes;
+    c.hbm_bytes_per_rank = in_bytes + out_bytes;  // read input, write output
+    c.flops_per_rank = (world - 1) * out_numel;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(ReduceScatter)

@@ -1,0 +1,53 @@
+// Values encode (source rank, destination slice) as 10·r + d, so a misrouted
+// slice shows up as a wrong value; they stay exact bf16 integers for W <= 24.
+#include "pkb/problem.h"
+
+namespace {
+
+class AllToAll : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s = [] {
+      pkb::ProblemSpec p;
+      p.id = 8;
+      p.slug = "alltoall";
+      p.title = "Equal-split all-to-all of a stacked tensor";
+      p.category = "Collective Primitive";
+      p.origin = "plain torch.distributed collective";
+      p.world_rule = "any";
+      return p;
+    }();
+    return s;
+  }
+
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    at::Tensor t = at::empty({req.world, req.m, req.n}, opts);
+    for (int d = 0; d < req.world; ++d) t[d].fill_(10 * req.rank + d);
+    pkb::Inputs in;
+    in.add("tensor", t);
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
+                         const pkb::Inputs& in) const override {
+    const at::Tensor t = in.tensor(0).contiguous();
+    at::Tensor out = at::empty_like(t);
+    comm.all_to_all_single(out, t);  // equal splits along dim 0
+    return {out};
+  }
+
+  // Every rank sends W-1 slices and receives W-1 slices. Nothing is summed.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);  // (W, M, N)
+    const double bytes = static_cast<double>(t.numel()) * t.element_size();
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (world - 1) * bytes / world;
+    c.hbm_bytes_per_rank = 2.0 * bytes;  // read input, write output
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(AllToAll)

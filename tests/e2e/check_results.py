@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Checks a pkb results file (JSONL) against expected outcomes.
+
+usage: check_results.py RESULTS.jsonl --expect SAMPLE=OUTCOME ... [--count N]
+       [--all OUTCOME] [--times] [--no-survivors]
+
+--expect 3=runtime_error   the record of sample 3 has that outcome
+--all correct              every record has that outcome
+--count N                  exactly N records
+--times                    every correct record has positive reference and candidate times
+--no-survivors             no worker process of any record is still alive
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--expect", action="append", default=[])
+    ap.add_argument("--all")
+    ap.add_argument("--count", type=int)
+    ap.add_argument("--times", action="store_true")
+    ap.add_argument("--no-survivors", action="store_true")
+    a = ap.parse_args()
+
+    records = [json.loads(line) for line in open(a.results) if line.strip()]
+    failures = []
+    if a.count is not None and len(records) != a.count:
+        failures.append(f"expected {a.count} records, found {len(records)}")
+    by_sample = {}
+    for r in records:
+        by_sample.setdefault(r["sample"], []).append(r)
+        for key in ("schema_version", "outcome", "reason", "problem_id", "world_size", "git_sha", "toolchain"):
+            if key not in r:
+                failures.append(f"record {r.get('problem_id')}/{r.get('sample')} lacks '{key}'")
+    for spec in a.expect:
+        sample, outcome = spec.split("=")
+        got = [r["outcome"] for r in by_sample.get(int(sample), [])]
+        if got != [outcome]:
+            failures.append(f"sample {sample}: expected [{outcome}], got {got}")
+        for r in by_sample.get(int(sample), []):
+            if outcome != "correct" and not r.get("reason"):
+                failures.append(f"sample {sample}: {outcome} without a reason")
+    if a.all:
+        for r in records:
+            if r["outcome"] != a.all:
+                failures.append(f"problem {r['problem_id']} sample {r['sample']}: {r['outcome']}: {r.get('reason')}")
+    if a.times:
+        for r in records:
+            if r["outcome"] != "correct":
+                continue
+            t = r.get("times", {})
+            if not (t.get("reference_us", 0) > 0 and t.get("candidate_us", 0) > 0):
+                failures.append(f"problem {r['problem_id']}: correct but no times: {t}")
+    if a.no_survivors:
+        for r in records:
+            for p in r.get("process", {}).get("ranks", []):
+                try:
+                    os.kill(p["pid"], 0)
+                    # A zombie has exited; anything else is a survivor.
+                    with open(f"/proc/{p['pid']}/stat") as f:
+                        state = f.read().split(")")[-1].split()[0]
+                    if state != "Z":
+                        failures.append(f"worker pid {p['pid']} (problem {r['problem_id']}) still alive")
+                except (ProcessLookupError, FileNotFoundError):
+                    pass
+    for f in failures:
+        print("FAIL:", f)
+    summary = ", ".join(f"{s}:{[r['outcome'] for r in rs]}" for s, rs in sorted(by_sample.items()))
+    print(f"{len(records)} records ({summary}); {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

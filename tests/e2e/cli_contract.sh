@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The command-line contract: exit codes, no silent overwrite, --resume.
+set -u
+pkb=$1 dir=$2
+rm -rf "$dir" && mkdir -p "$dir"
+fail=0
+expect() {  # expect CODE DESCRIPTION -- command...
+  local code=$1 what=$2; shift 3
+  "$@" >"$dir/out.txt" 2>&1
+  local rc=$?
+  if [ "$rc" != "$code" ]; then echo "FAIL: $what: exit $rc, expected $code"; cat "$dir/out.txt"; fail=1
+  else echo "ok: $what (exit $rc)"; fi
+}
+expect 2 "unknown flag" -- "$pkb" run --device cpu --bogus
+expect 2 "unknown subcommand" -- "$pkb" frobnicate
+expect 2 "bad device" -- "$pkb" run --device tpu
+expect 2 "bad selection" -- "$pkb" run --device cpu --problems 999
+expect 2 "bad base shape" -- "$pkb" run --device cpu --base-shape 12by3
+expect 0 "help" -- "$pkb" run --help
+grep -q -- "--resume" "$dir/out.txt" || { echo "FAIL: help lacks --resume"; fail=1; }
+expect 0 "list" -- "$pkb" list
+grep -q "| 1 | allreduce |" "$dir/out.txt" || { echo "FAIL: list lacks allreduce"; fail=1; }
+expect 0 "first run" -- "$pkb" run --device cpu --problems 1,3 --no-perf --trials 1 --out "$dir/r.jsonl"
+expect 2 "refuse to overwrite results" -- "$pkb" run --device cpu --problems 1 --no-perf --trials 1 --out "$dir/r.jsonl"
+expect 0 "resume adds only what is missing" -- "$pkb" run --device cpu --problems 1-4 --no-perf --trials 1 --out "$dir/r.jsonl" --resume
+n=$(grep -c . "$dir/r.jsonl")
+[ "$n" = 4 ] || { echo "FAIL: expected 4 records after resume, found $n"; fail=1; }
+grep -q "already recorded" "$dir/out.txt" || { echo "FAIL: resume did not report skipped records"; fail=1; }
+exit $fail

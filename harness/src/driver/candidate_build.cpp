@@ -114,7 +114,16 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   for (const auto& f : use_nvcc ? tc.cuda_flags : tc.cxx_flags) flags << " " << quote(f);
   for (const auto& d : tc.include_dirs) flags << " -I" << quote(d);
   std::ostringstream link;
-  for (const auto& f : tc.link_flags) link << " " << (use_nvcc ? "-Xlinker " + quote(f) : quote(f));
+  for (const auto& f : tc.link_flags) {
+    if (use_nvcc && f.rfind("-Wl,", 0) == 0) {
+      // nvcc has no -Wl: pass each comma-separated piece with -Xlinker.
+      std::stringstream parts(f.substr(4));
+      std::string part;
+      while (std::getline(parts, part, ',')) link << " -Xlinker " << quote(part);
+    } else {
+      link << " " << quote(f);
+    }
+  }
 
   int st = 0;
   std::string version = run_command(quote(compiler) + " --version", &st);

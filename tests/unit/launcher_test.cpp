@@ -56,7 +56,9 @@ TEST(Launcher, DeadlineKillsTheWholeGroupIncludingGrandchildren) {
     // Gone, or at most a zombie waiting for init to reap it.
     std::ifstream st("/proc/" + std::to_string(child) + "/stat");
     std::string line;
-    if (std::getline(st, line)) EXPECT_EQ(line.substr(line.rfind(')') + 2, 1), "Z") << line;
+    if (std::getline(st, line)) {
+      EXPECT_EQ(line.substr(line.rfind(')') + 2, 1), "Z") << line;
+    }
   }
 }
 

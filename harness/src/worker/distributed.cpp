@@ -64,6 +64,7 @@ Distributed::Distributed(const DistributedOptions& opts) : opts_(opts) {
     pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend_);
     pg->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
     c10d::register_process_group("pkb", pg);
+    registered_group_ = pg;
     c10d::symmetric_memory::set_group_info("pkb", opts.rank, opts.world, store_);
   }
 #endif
@@ -92,6 +93,11 @@ void Distributed::device_sync() const {
 #ifdef PKB_HAVE_CUDA
   if (opts_.device.is_cuda()) c10::cuda::device_synchronize();
 #endif
+}
+
+void Distributed::align_streams() {
+  std::vector<at::Tensor> t{at::zeros({1}, at::TensorOptions().device(opts_.device))};
+  backend_->allreduce(t)->wait();
 }
 
 c10::intrusive_ptr<c10d::Backend> Distributed::make_backend(const std::vector<int64_t>& ranks,

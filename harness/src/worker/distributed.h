@@ -52,6 +52,9 @@ class Distributed {
   void store_barrier(const std::string& key);
   // Waits for this rank's device work (no-op on CPU).
   void device_sync() const;
+  // A tiny all-reduce on the current stream: on GPU, work enqueued after it
+  // starts at the same moment on every rank (see NOTE [timing protocol]).
+  void align_streams();
 
   Collectives& collectives() { return *collectives_; }
 
@@ -63,6 +66,9 @@ class Distributed {
   DistributedOptions opts_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::Backend> backend_;
+  // The registry keeps only a weak reference: this keeps the group alive for
+  // symmetric memory's rendezvous (GPU only).
+  c10::intrusive_ptr<c10::intrusive_ptr_target> registered_group_;
   std::unique_ptr<Collectives> collectives_;
 };
 

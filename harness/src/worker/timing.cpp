@@ -89,6 +89,8 @@ struct Side {
   double wall_us = 0;
   bool anomaly = false;
   Outputs last;
+  double worst_us = -1;
+  int worst_at = -1;  // which timed iteration (over all segments) was slowest
 };
 
 void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std::string& tag,
@@ -97,6 +99,7 @@ void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std
   dist.device_sync();
   dist.store_barrier(tag);
   IterationTimer timer(dist.device(), iters);
+  dist.align_streams();
   auto t0 = Clock::now();
   timer.mark(0);
   for (int i = 0; i < iters; ++i) {
@@ -109,6 +112,11 @@ void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std
   double events = std::accumulate(d.begin(), d.end(), 0.0);
   if (wall > opts.wall_ratio * events + opts.wall_slack_us) side.anomaly = true;
   side.wall_us += wall;
+  for (int i = 0; i < iters; ++i)
+    if (d[i] > side.worst_us) {
+      side.worst_us = d[i];
+      side.worst_at = static_cast<int>(side.samples.size()) + i;
+    }
   side.samples.insert(side.samples.end(), d.begin(), d.end());
 }
 
@@ -125,6 +133,7 @@ TimingStats stats_of(const Side& s) {
   st.events_us = st.mean_us;
   st.wall_us = s.wall_us / v.size();
   st.anomaly = s.anomaly;
+  st.max_at = s.worst_at;
   return st;
 }
 
@@ -167,8 +176,8 @@ TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const Tim
 
 Json to_json(const TimingStats& s) {
   return Json{{"n", s.n},           {"mean_us", s.mean_us}, {"median_us", s.median_us},
-              {"min_us", s.min_us}, {"max_us", s.max_us},   {"wall_us", s.wall_us},
-              {"anomaly", s.anomaly}};
+              {"min_us", s.min_us}, {"max_us", s.max_us},   {"max_at", s.max_at},
+              {"wall_us", s.wall_us}, {"anomaly", s.anomaly}};
 }
 
 double cache_bytes_for(const at::Device& device) {

@@ -9,8 +9,11 @@
 //     segments per side, taken in the order C R R C C R ..., so that clock or
 //     thermal drift hits both sides alike. The warm-up is split the same way
 //     and runs right before each segment.
-//  3. Before each timed segment: device sync on every rank, then a cross-rank
-//     barrier through the store, so that all ranks start together.
+//  3. Before each timed segment: device sync on every rank, a cross-rank
+//     barrier through the store, then a one-element all-reduce on the stream
+//     right before the first event: the ranks leave the store barrier up to a
+//     few hundred us apart, and without it the first timed iteration of the
+//     later rank's peer would absorb that skew.
 //  4. Per iteration: a CUDA event on the current stream after every call (on
 //     CPU, the host clock); per rank mean, median, min and max. The run's time
 //     is the slowest rank's mean (the published convention; the driver takes it).
@@ -46,6 +49,7 @@ struct TimingOptions {
 struct TimingStats {
   int n = 0;
   double mean_us = 0, median_us = 0, min_us = 0, max_us = 0;
+  int max_at = -1;       // index of the slowest timed iteration
   double wall_us = 0;    // host wall clock, per iteration
   double events_us = 0;  // sum of per-iteration events, per iteration (== mean)
   bool anomaly = false;

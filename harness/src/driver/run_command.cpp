@@ -135,7 +135,10 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
                 {"reference_median_us", ref_med},
                 {"candidate_median_us", cand_med},
                 {"per_rank", per_rank}};
+  // The published convention: slowest-rank means. The medians' ratio is
+  // recorded beside it; it is robust to rare multi-ms stalls of either side.
   if (cand > 0) r["speedup"] = ref / cand;
+  if (cand_med > 0) r["speedup_median"] = ref_med / cand_med;
   Roofline roof = roofline(cost, topo);
   if (roof.valid) {
     r["roofline"] = {{"t_roof_us", roof.t_roof_us},

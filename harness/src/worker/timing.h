@@ -10,10 +10,11 @@
 //     thermal drift hits both sides alike. The warm-up is split the same way
 //     and runs right before each segment.
 //  3. Before each timed segment: device sync on every rank, a cross-rank
-//     barrier through the store, then a one-element all-reduce on the stream
-//     right before the first event: the ranks leave the store barrier up to a
-//     few hundred us apart, and without it the first timed iteration of the
-//     later rank's peer would absorb that skew.
+//     barrier through the store, a 2 ms spin kernel (the host gets ahead and
+//     is already enqueueing timed iterations when the first one starts), then
+//     a one-element all-reduce right before the first event: the ranks leave
+//     the store barrier up to a few hundred us apart, and without it the first
+//     timed iteration of the earlier rank would absorb that skew.
 //  4. Per iteration: a CUDA event on the current stream after every call (on
 //     CPU, the host clock); per rank mean, median, min and max. The run's time
 //     is the slowest rank's mean (the published convention; the driver takes it).

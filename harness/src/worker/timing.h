@@ -5,10 +5,10 @@
 //     inputs the previous call left in cache: G = 1 when one set already
 //     exceeds 3*L2, else floor(3*L2/bytes)+1 clamped to [2, 128]. Reference and
 //     candidate get their own groups (some problems mutate their inputs).
-//  2. Alternating rounds: the timed iterations are split into `rounds`
-//     segments per side, taken in the order C R R C C R ..., so that clock or
-//     thermal drift hits both sides alike. The warm-up is split the same way
-//     and runs right before each segment.
+//  2. Warm-up: `warmup` calls of each side first; then the timed iterations
+//     are split into `rounds` segments per side, taken in the order
+//     C R R C C R ..., so that clock or thermal drift hits both sides alike,
+//     and each segment is preceded by its share (warmup / rounds) of re-warming.
 //  3. Before each timed segment: device sync on every rank, a cross-rank
 //     barrier through the store, a 2 ms spin kernel (the host gets ahead and
 //     is already enqueueing timed iterations when the first one starts), then
@@ -19,9 +19,10 @@
 //     CPU, the host clock); per rank mean, median, min and max. The run's time
 //     is the slowest rank's mean (the published convention; the driver takes it).
 //  5. A host wall clock around each timed segment, ending in a device sync,
-//     cross-checks the events: work hidden on a side stream that the current
-//     stream never waits for shows up as wall time the events did not see, and
-//     the candidate is flagged `timing_anomaly`.
+//     cross-checks the events (from an event before the head start to the
+//     last one): work hidden on a side stream that the current stream never
+//     waits for shows up as wall time the events did not see, and the
+//     candidate is flagged `timing_anomaly`.
 //  6. The last timed outputs of both sides come from the same input group and
 //     are compared again (a candidate correct once but wrong when repeated,
 //     e.g. from a stale symmetric buffer, fails here).
@@ -52,7 +53,6 @@ struct TimingStats {
   double mean_us = 0, median_us = 0, min_us = 0, max_us = 0;
   int max_at = -1;       // index of the slowest timed iteration
   double wall_us = 0;    // host wall clock, per iteration
-  double events_us = 0;  // sum of per-iteration events, per iteration (== mean)
   bool anomaly = false;
 };
 

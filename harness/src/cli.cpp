@@ -46,7 +46,7 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
   run->add_flag("--resume", o->resume, "Continue --out: skip evaluations already recorded there");
   run->add_option("--jobs", o->jobs, "Parallel candidate compiles (default: number of cores)")->check(CLI::Range(1, 256));
   run->add_option("--work-dir", o->work_dir, "Per-evaluation jobs, results and rank logs (default /tmp/pkb-PID)");
-  run->add_option("--topology", o->topology, "A topology/*.json name or path (default: h200_sxm_2 on cuda)");
+  run->add_option("--topology", o->topology, "A topology/*.json name or path (default: the one matching this machine)");
   run->callback([&cli, o] { cli.action = [o] { return cmd_run(*o); }; });
 }
 
@@ -59,6 +59,38 @@ void add_golden(CLI::App& app, Cli& cli, std::shared_ptr<GoldenOptions> o) {
   g->add_option("--timeout", o->timeout_s, "Seconds per problem")->check(CLI::PositiveNumber)->capture_default_str();
   g->add_option("--work-dir", o->work_dir, "Rank logs (default /tmp/pkb-golden-PID)");
   g->callback([&cli, o] { cli.action = [o] { return cmd_golden(*o); }; });
+}
+
+void add_score(CLI::App& app, Cli& cli, std::shared_ptr<ScoreOptions> o) {
+  auto* s = app.add_subcommand("score", "Score results: pass@k, fast_p@k, geomean speedup, outcomes, per category");
+  s->add_option("results", o->inputs, "Results files (JSONL); records are grouped by their run name")->required();
+  s->add_option("--out", o->out, "Scores file (JSON; must not exist). Default: standard output");
+  s->add_option("--k", o->k, "Comma-separated k for pass@k and fast_p@k (clamped to the samples there are)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  s->add_option("--p", o->p, "Comma-separated speedup thresholds for fast_p (correct and speedup > p)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  s->callback([&cli, o] { cli.action = [o] { return cmd_score(*o); }; });
+}
+
+void add_leaderboard(CLI::App& app, Cli& cli, std::shared_ptr<LeaderboardOptions> o) {
+  auto* l = app.add_subcommand("leaderboard", "Tables from scores files: per category (published layout) and overall");
+  l->add_option("scores", o->inputs, "Scores files (from pkb score)")->required();
+  l->add_option("--format", o->format, "md, csv, tex, or html (one static page)")
+      ->check(CLI::IsMember({"md", "csv", "tex", "html"}))
+      ->capture_default_str();
+  l->add_option("--out", o->out, "Write here (must not exist). Default: standard output");
+  l->callback([&cli, o] { cli.action = [o] { return cmd_leaderboard(*o); }; });
+}
+
+void add_merge(CLI::App& app, Cli& cli, std::shared_ptr<MergeOptions> o) {
+  auto* m = app.add_subcommand("merge", "Join the results files of shards; a duplicate evaluation is an error");
+  m->add_option("results", o->inputs, "Results files (JSONL)")->required();
+  m->add_option("--out", o->out, "Merged results file (must not exist)")->required();
+  m->callback([&cli, o] { cli.action = [o] { return cmd_merge(*o); }; });
 }
 
 }  // namespace
@@ -81,8 +113,15 @@ Cli make_cli() {
   show->add_option("problem", *show_id, "Id or slug")->required();
   show->callback([&cli, show_id] { cli.action = [show_id] { return cmd_show(*show_id); }; });
 
+  app.add_subcommand("topo", "Show the detected machine and the topology the roofline uses")->callback([&cli] {
+    cli.action = [] { return cmd_topo(); };
+  });
+
   add_run(app, cli, std::make_shared<RunOptions>());
   add_golden(app, cli, std::make_shared<GoldenOptions>());
+  add_score(app, cli, std::make_shared<ScoreOptions>());
+  add_leaderboard(app, cli, std::make_shared<LeaderboardOptions>());
+  add_merge(app, cli, std::make_shared<MergeOptions>());
 
   auto job = std::make_shared<std::string>();
   auto* worker = app.add_subcommand("worker", "");  // internal: one rank, started by the driver

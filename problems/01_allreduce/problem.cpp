@@ -8,16 +8,8 @@ namespace {
 class AllReduce : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 1;
-      p.slug = "allreduce";
-      p.title = "Sum all-reduce of a constant matrix";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{1, "allreduce", "Sum all-reduce of a constant matrix",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

@@ -7,16 +7,8 @@ namespace {
 class AllGather : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 2;
-      p.slug = "allgather";
-      p.title = "All-gather of equal-size matrices into a stacked tensor";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{2, "allgather", "All-gather of equal-size matrices into a stacked tensor",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

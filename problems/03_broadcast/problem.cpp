@@ -9,16 +9,8 @@ constexpr int kSrc = 0;
 class Broadcast : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 3;
-      p.slug = "broadcast";
-      p.title = "Broadcast from rank 0";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{3, "broadcast", "Broadcast from rank 0",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

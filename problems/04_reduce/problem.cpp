@@ -13,16 +13,8 @@ constexpr int kRoot = 0;  // make_inputs always passes dst = 0
 class Reduce : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 4;
-      p.slug = "reduce";
-      p.title = "Sum reduce to rank 0";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{4, "reduce", "Sum reduce to rank 0",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

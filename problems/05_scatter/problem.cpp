@@ -10,16 +10,8 @@ constexpr int kSrc = 0;
 class Scatter : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 5;
-      p.slug = "scatter";
-      p.title = "Scatter slices of a stacked tensor from rank 0";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{5, "scatter", "Scatter slices of a stacked tensor from rank 0",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

@@ -10,16 +10,8 @@ constexpr int kDst = 0;
 class Gather : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 6;
-      p.slug = "gather";
-      p.title = "Gather to rank 0 as a stacked tensor";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{6, "gather", "Gather to rank 0 as a stacked tensor",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

@@ -8,16 +8,8 @@ namespace {
 class ReduceScatter : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 7;
-      p.slug = "reducescatter";
-      p.title = "Sum reduce-scatter along rows";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{7, "reducescatter", "Sum reduce-scatter along rows",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

@@ -7,16 +7,8 @@ namespace {
 class AllToAll : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s = [] {
-      pkb::ProblemSpec p;
-      p.id = 8;
-      p.slug = "alltoall";
-      p.title = "Equal-split all-to-all of a stacked tensor";
-      p.category = "Collective Primitive";
-      p.origin = "plain torch.distributed collective";
-      p.world_rule = "any";
-      return p;
-    }();
+    static const pkb::ProblemSpec s{8, "alltoall", "Equal-split all-to-all of a stacked tensor",
+                                    "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
   }
 

@@ -22,6 +22,8 @@ struct Tolerance {
   double rtol = 1e-2;
 };
 
+// An aggregate, so a problem can spell it in one initializer:
+//   static const ProblemSpec s{1, "allreduce", "Sum all-reduce", "Collective Primitive", "torch.distributed", "any"};
 struct ProblemSpec {
   int id = 0;
   std::string slug;      // "allreduce"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace pkb {
 
@@ -34,6 +35,24 @@ struct GoldenOptions {
   std::string out;
   double timeout_s = 120;
   std::string work_dir;
+};
+
+struct ScoreOptions {
+  std::vector<std::string> inputs;  // results JSONL files
+  std::string out;                  // scores JSON; empty: stdout
+  std::vector<int> k = {1, 3};
+  std::vector<double> p = {0, 0.5, 1, 1.5, 2, 3};
+};
+
+struct LeaderboardOptions {
+  std::vector<std::string> inputs;  // scores JSON files
+  std::string format = "md";        // md | csv | tex | html
+  std::string out;                  // empty: stdout
+};
+
+struct MergeOptions {
+  std::vector<std::string> inputs;  // shard results JSONL files
+  std::string out;
 };
 
 }  // namespace pkb

@@ -16,6 +16,7 @@
 #include "common/outcome.h"
 #include "common/results.h"
 #include "common/selection.h"
+#include "common/topology_detect.h"
 #include "common/topology_io.h"
 #include "driver/candidate_build.h"
 #include "driver/commands.h"
@@ -49,6 +50,21 @@ int visible_gpus() {
   return n;
 }
 
+// The topology file matching this machine (NVML); without one, a topology
+// without rates, so records carry no roofline rather than a wrong one.
+Topology detected_topology(const std::string& sources) {
+  DetectedMachine m = detect_machine();
+  std::string name = match_topology(m, sources);
+  if (!name.empty()) return load_topology(name, sources);
+  std::fprintf(stderr, "pkb: no topology/*.json matches this machine (%s); no roofline. See `pkb topo`.\n",
+               m.ok ? (std::to_string(m.gpus.size()) + "x " + m.gpus[0]).c_str() : m.why_not.c_str());
+  Topology t;
+  t.name = "unknown";
+  t.gpus = static_cast<int>(m.gpus.size());
+  if (m.ok) t.gpu = m.gpus[0];
+  return t;
+}
+
 Settings resolve(const RunOptions& o, const std::string& sources) {
   Settings s;
   s.opts = o;
@@ -69,7 +85,8 @@ Settings resolve(const RunOptions& o, const std::string& sources) {
   while (s.solutions_label.size() > 1 && s.solutions_label.back() == '/') s.solutions_label.pop_back();
   s.run_name = !o.name.empty() ? o.name : s.solutions_label.substr(s.solutions_label.rfind('/') + 1);
   if (s.device == "cpu") s.topology = o.topology.empty() ? cpu_topology() : load_topology(o.topology, sources);
-  else s.topology = load_topology(o.topology.empty() ? "h200_sxm_2" : o.topology, sources);
+  else if (!o.topology.empty()) s.topology = load_topology(o.topology, sources);
+  else s.topology = detected_topology(sources);
   s.work_dir = o.work_dir.empty() ? "/tmp/pkb-" + std::to_string(getpid()) : o.work_dir;
   return s;
 }

@@ -47,6 +47,8 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
   run->add_option("--jobs", o->jobs, "Parallel candidate compiles (default: number of cores)")->check(CLI::Range(1, 256));
   run->add_option("--work-dir", o->work_dir, "Per-evaluation jobs, results and rank logs (default /tmp/pkb-PID)");
   run->add_option("--topology", o->topology, "A topology/*.json name or path (default: the one matching this machine)");
+  run->add_option("--shard", o->shard,
+                  "i/N: evaluate only this shard of the plan (items i, i+N, i+2N, ...); join shards with pkb merge");
   run->callback([&cli, o] { cli.action = [o] { return cmd_run(*o); }; });
 }
 
@@ -116,6 +118,13 @@ Cli make_cli() {
   app.add_subcommand("topo", "Show the detected machine and the topology the roofline uses")->callback([&cli] {
     cli.action = [] { return cmd_topo(); };
   });
+
+  auto prompt = std::make_shared<PromptOptions>();
+  auto* pr = app.add_subcommand("prompt", "Print the task a model is given for one problem");
+  pr->add_option("problem", prompt->problem, "Id or slug")->required();
+  pr->add_option("--topology", prompt->topology, "The machine to describe (a topology/*.json name or path)")
+      ->capture_default_str();
+  pr->callback([&cli, prompt] { cli.action = [prompt] { return cmd_prompt(*prompt); }; });
 
   add_run(app, cli, std::make_shared<RunOptions>());
   add_golden(app, cli, std::make_shared<GoldenOptions>());

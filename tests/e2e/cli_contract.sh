@@ -20,10 +20,25 @@ expect 0 "help" -- "$pkb" run --help
 grep -q -- "--resume" "$dir/out.txt" || { echo "FAIL: help lacks --resume"; fail=1; }
 expect 0 "list" -- "$pkb" list
 grep -q "| 1 | allreduce |" "$dir/out.txt" || { echo "FAIL: list lacks allreduce"; fail=1; }
+expect 0 "prompt" -- "$pkb" prompt allreduce
+for part in "## The problem" "## The reference" "## The machine" "PKB_SOLUTION(solve)" "allreduce_kernel"; do
+  grep -qF -- "$part" "$dir/out.txt" || { echo "FAIL: prompt lacks '$part'"; fail=1; }
+done
+expect 2 "prompt of two problems" -- "$pkb" prompt 1-2
 expect 0 "first run" -- "$pkb" run --device cpu --problems 1,3 --no-perf --trials 1 --out "$dir/r.jsonl"
 expect 2 "refuse to overwrite results" -- "$pkb" run --device cpu --problems 1 --no-perf --trials 1 --out "$dir/r.jsonl"
 expect 0 "resume adds only what is missing" -- "$pkb" run --device cpu --problems 1-4 --no-perf --trials 1 --out "$dir/r.jsonl" --resume
 n=$(grep -c . "$dir/r.jsonl")
 [ "$n" = 4 ] || { echo "FAIL: expected 4 records after resume, found $n"; fail=1; }
 grep -q "already recorded" "$dir/out.txt" || { echo "FAIL: resume did not report skipped records"; fail=1; }
+# Shards partition the plan: together they hold each evaluation exactly once.
+expect 0 "shard 0/3" -- "$pkb" run --device cpu --problems 1-8 --no-perf --trials 1 --shard 0/3 --out "$dir/s0.jsonl"
+expect 0 "shard 1/3" -- "$pkb" run --device cpu --problems 1-8 --no-perf --trials 1 --shard 1/3 --out "$dir/s1.jsonl"
+expect 0 "shard 2/3" -- "$pkb" run --device cpu --problems 1-8 --no-perf --trials 1 --shard 2/3 --out "$dir/s2.jsonl"
+expect 2 "bad shard" -- "$pkb" run --device cpu --problems 1 --shard 3/3
+expect 0 "merge shards" -- "$pkb" merge "$dir/s0.jsonl" "$dir/s1.jsonl" "$dir/s2.jsonl" --out "$dir/all.jsonl"
+n=$(grep -c . "$dir/all.jsonl")
+[ "$n" = 8 ] || { echo "FAIL: expected 8 merged records, found $n"; fail=1; }
+ids=$(grep -o '"problem_id":[0-9]*' "$dir/all.jsonl" | sort -u | wc -l)
+[ "$ids" = 8 ] || { echo "FAIL: shards did not cover problems 1-8 once each ($ids distinct)"; fail=1; }
 exit $fail

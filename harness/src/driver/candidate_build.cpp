@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "driver/response_extract.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -104,6 +105,17 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   auto t0 = std::chrono::steady_clock::now();
   BuildResult res;
   std::string ext = ends_with_ext(source);
+  std::string src = read_file(source);
+  if (is_response_file(source)) {
+    auto code = extract_candidate(src);
+    if (!code) {
+      res.log = "the response has no fenced ```cuda or ```cpp code block (the last such block is the candidate)";
+      return res;
+    }
+    src = code->code;
+    // A ```cpp block in a GPU run is CUDA code labelled loosely: nvcc compiles both.
+    ext = code->language == "cuda" || code->language == "cu" || device == "cuda" ? ".cu" : ".cpp";
+  }
   bool use_nvcc = ext == ".cu";
   if (use_nvcc && (device != "cuda" || tc.nvcc.empty())) {
     res.log = "a .cu candidate needs the GPU path (--device cuda and a pkb built with CUDA)";
@@ -127,7 +139,6 @@ BuildResult build_candidate(const std::string& source, const std::string& device
 
   int st = 0;
   std::string version = run_command(quote(compiler) + " --version", &st);
-  std::string src = read_file(source);
   res.key = content_hash(src + "\n" + compiler + flags.str() + link.str() + "\n" + version);
   std::string dir = cache_dir() + "/" + res.key;
   res.so_path = dir + "/candidate.so";

@@ -12,6 +12,7 @@ int cmd_show(const std::string& problem);
 int cmd_run(const RunOptions& opts);
 int cmd_golden(const GoldenOptions& opts);
 int cmd_topo();
+int cmd_prompt(const PromptOptions& opts);
 int cmd_score(const ScoreOptions& opts);
 int cmd_leaderboard(const LeaderboardOptions& opts);
 int cmd_merge(const MergeOptions& opts);

@@ -26,6 +26,7 @@ struct RunOptions {
   std::string work_dir;          // per-evaluation logs; default /tmp/pkb-<pid>
   std::string topology;          // a topology/*.json name or path; default: detected
   bool keep_work_dir = false;
+  std::string shard;             // "i/N": only the plan items with index % N == i
 };
 
 struct GoldenOptions {
@@ -53,6 +54,11 @@ struct LeaderboardOptions {
 struct MergeOptions {
   std::vector<std::string> inputs;  // shard results JSONL files
   std::string out;
+};
+
+struct PromptOptions {
+  std::string problem;
+  std::string topology = "h100_sxm_8";  // the published benchmark's machine
 };
 
 }  // namespace pkb

@@ -20,8 +20,11 @@ bool is_dir(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// In order of preference when a sample exists under several names; .md and
+// .txt are raw model responses (see response_extract.h).
 std::vector<std::string> extensions(const std::string& device) {
-  return device == "cpu" ? std::vector<std::string>{".cpp"} : std::vector<std::string>{".cu", ".cpp"};
+  return device == "cpu" ? std::vector<std::string>{".cpp", ".md", ".txt"}
+                         : std::vector<std::string>{".cu", ".cpp", ".md", ".txt"};
 }
 
 }  // namespace
@@ -48,8 +51,11 @@ std::vector<std::pair<int, std::string>> find_candidates(const std::string& dir,
       if (std::find(exts.begin(), exts.end(), ext) == exts.end()) continue;
       if (num.empty() || !std::all_of(num.begin(), num.end(), ::isdigit)) continue;
       int k = std::stoi(num);
-      // Prefer the first extension listed when a sample exists twice.
-      if (!found.count(k) || ext == exts.front()) found[k] = sub + "/" + n;
+      // Prefer the earlier extension when a sample exists twice.
+      auto rank_of = [&](const std::string& path) {
+        return std::find(exts.begin(), exts.end(), path.substr(path.rfind('.'))) - exts.begin();
+      };
+      if (!found.count(k) || rank_of(sub + "/" + n) < rank_of(found[k])) found[k] = sub + "/" + n;
     }
     closedir(d);
   }

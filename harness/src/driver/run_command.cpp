@@ -269,21 +269,29 @@ int cmd_run(const RunOptions& opts) {
   mkdir(s.work_dir.c_str(), 0755);
 
   std::vector<std::string> skipped;
+  // The plan's order is deterministic (problem id, then sample), so shard i of
+  // N is the same set of items on every node.
+  auto [shard_i, shard_n] = opts.shard.empty() ? std::pair<int, int>{0, 1} : parse_shard(opts.shard);
   std::vector<PlanItem> todo;
-  for (const auto& it : plan) {
+  size_t already = 0;
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const PlanItem& it = plan[k];
+    if (static_cast<int>(k % shard_n) != shard_i) continue;
     if (!it.skip_reason.empty()) {
       skipped.push_back(it.problem->folder_name() + ": " + it.skip_reason);
       continue;
     }
-    if (done.count(record_key(base_record(s, it)))) continue;
+    if (done.count(record_key(base_record(s, it)))) {
+      ++already;
+      continue;
+    }
     todo.push_back(it);
   }
   Progress progress(static_cast<int>(todo.size()));
-  progress.note("pkb run: " + std::to_string(todo.size()) + " evaluation(s) on " + s.device + ", world size " +
+  progress.note("pkb run: " + std::to_string(todo.size()) + " evaluation(s)" +
+                (shard_n > 1 ? " (shard " + opts.shard + ")" : std::string()) + " on " + s.device + ", world size " +
                 std::to_string(s.world) + ", base shape " + std::to_string(s.m) + "x" + std::to_string(s.n) +
-                (plan.size() - skipped.size() > todo.size()
-                     ? ", " + std::to_string(plan.size() - skipped.size() - todo.size()) + " already recorded"
-                     : std::string()) +
+                (already ? ", " + std::to_string(already) + " already recorded" : std::string()) +
                 "; logs in " + s.work_dir);
   for (const auto& sk : skipped) progress.note("skipped " + sk);
   if (opts.solutions != "reference" && plan.empty()) progress.note("no candidates found in " + opts.solutions);

@@ -1,0 +1,74 @@
+// `pkb prompt ID`: the task a model is given, assembled from the files the
+// harness itself uses, so the prompt cannot drift from what is evaluated:
+// the problem README, the C++ reference, the machine, the candidate ABI
+// headers and one worked example (a shipped symmetric-memory solution).
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/build_info.h"
+#include "common/outcome.h"
+#include "common/topology_io.h"
+#include "driver/commands.h"
+#include "driver/problem_catalog.h"
+
+namespace pkb {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  PKB_CHECK(f.good(), "cannot read '", path, "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string fenced(const std::string& lang, const std::string& body) {
+  return "```" + lang + "\n" + body + (body.empty() || body.back() == '\n' ? "" : "\n") + "```\n";
+}
+
+}  // namespace
+
+int cmd_prompt(const PromptOptions& o) {
+  ProblemCatalog catalog = ProblemCatalog::discover(build_dir());
+  std::vector<int> ids = catalog.select(o.problem);
+  PKB_CHECK(ids.size() == 1, "pkb prompt takes one problem, '", o.problem, "' selects ", ids.size());
+  const ProblemInfo& p = catalog.by_id(ids.front());
+  const std::string src = source_dir();
+  Topology t = load_topology(o.topology, src);
+  std::ostringstream out;
+  out << "# Task: " << p.folder_name() << " - " << p.spec.title << "\n\n"
+      << "Write one CUDA source file that computes exactly what the reference below computes, on every rank, "
+         "as fast as you can on the machine described below. pkb compiles it with nvcc (sm_90a, -O3, C++17, "
+         "libtorch headers), runs one process per GPU, checks every output of every rank against the reference "
+         "(same count, shapes and dtypes; values within atol "
+      << p.spec.tolerance.atol << " + rtol " << p.spec.tolerance.rtol
+      << " x |reference|), then times it against the reference.\n\n"
+         "Rules: local compute may use ATen and cuBLAS; data moves between GPUs only through "
+         "`ctx.symmetric()` buffers (peer pointers, signal pads, barriers). A file that calls NCCL, c10d or MPI, "
+         "or loads libraries at run time, is rejected. Do not modify the inputs: they are reused across calls.\n\n"
+      << "## The problem\n\n"
+      << read_text(p.source_dir + "/README.md") << "\n"
+      << "## The reference (C++; `comm` is the harness's torch.distributed-like facade over NCCL)\n\n"
+      << fenced("cpp", read_text(p.source_dir + "/problem.cpp")) << "\n"
+      << "## The machine\n\n"
+      << t.gpus << "x " << t.gpu << "; NVLink " << t.nvlink_bw_per_dir / 1e9 << " GB/s per GPU per direction; HBM "
+      << t.hbm_bw / 1e12 << " TB/s per GPU; dense bf16 " << t.peak_bf16_flops / 1e12 << " TFLOP/s per GPU; "
+      << "NVLink multicast (multimem) " << (t.multicast ? "available" : "NOT available: do not use it") << ".\n\n"
+      << "## The candidate ABI\n\n"
+      << "Define `std::vector<at::Tensor> solve(pkb::Context&, const pkb::Inputs&)` and export it with "
+         "`PKB_SOLUTION(solve)`. Headers you may include:\n\n"
+      << fenced("cpp", read_text(src + "/harness/include/pkb/solution.h")) << "\n"
+      << fenced("cpp", read_text(src + "/harness/include/pkb/context.h")) << "\n"
+      << fenced("cpp", read_text(src + "/harness/include/pkb/inputs.h")) << "\n"
+      << fenced("cuda", read_text(src + "/harness/include/pkb/device.cuh")) << "\n"
+      << "## A worked example (problem 01_allreduce)\n\n"
+      << fenced("cuda", read_text(src + "/solutions/01_allreduce.cu")) << "\n"
+      << "## Your answer\n\n"
+      << "Reply with the whole file in one fenced ```cuda block; if you write several, the last one is used.\n";
+  std::printf("%s", out.str().c_str());
+  return kExitAllCorrect;
+}
+
+}  // namespace pkb

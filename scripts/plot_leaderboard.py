@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Leaderboard plots from `pkb score` output: fast_p curves and outcome bars.
+
+usage: plot_leaderboard.py SCORES.json... [--out-dir DIR]
+
+Writes fast_p.{png,svg} (fast_p@k against p, one line per model; k is the
+smallest k scored) and outcomes.{png,svg} (one stacked bar per model, the
+outcome taxonomy in order; harness errors shown apart, hatched). Needs
+matplotlib (pip install matplotlib).
+"""
+import argparse
+import json
+import os
+import sys
+
+OUTCOMES = ["correct", "timing_anomaly", "output_mismatch", "timeout", "runtime_error", "shape_mismatch",
+            "load_error", "forbidden_api", "compile_error"]
+
+
+def load_models(paths):
+    models = {}
+    for path in paths:
+        with open(path) as f:
+            scores = json.load(f)
+        if scores.get("kind") != "scores":
+            sys.exit(f"{path}: not a pkb scores file")
+        for name, m in scores["models"].items():
+            if name in models:
+                sys.exit(f"model '{name}' appears in more than one scores file")
+            models[name] = m
+    return models
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("scores", nargs="+")
+    ap.add_argument("--out-dir", default=".")
+    a = ap.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = load_models(a.scores)
+    os.makedirs(a.out_dir, exist_ok=True)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for name, m in models.items():
+        ps = [p for p, _ in m["fast_p_curve"]]
+        vals = [v for _, v in m["fast_p_curve"]]
+        ax.plot(ps, vals, marker="o", label=name)
+    k = next(iter(models.values())).get("fast_p_curve_k", 1) if models else 1
+    ax.set_xlabel("speedup threshold p")
+    ax.set_ylabel(f"fast_p@{k}")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(a.out_dir, f"fast_p.{ext}"))
+
+    fig, ax = plt.subplots(figsize=(1.2 * len(models) + 3, 4))
+    names = list(models)
+    bottom = [0] * len(names)
+    for outcome in OUTCOMES:
+        counts = [models[n]["outcomes"].get(outcome, 0) for n in names]
+        ax.bar(names, counts, bottom=bottom, label=outcome)
+        bottom = [b + c for b, c in zip(bottom, counts)]
+    he = [models[n].get("harness_errors", 0) for n in names]
+    if any(he):
+        ax.bar(names, he, bottom=bottom, label="harness_error (not scored)", hatch="//", fill=False)
+    ax.set_ylabel("samples")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(a.out_dir, f"outcomes.{ext}"))
+    print(f"wrote fast_p and outcomes plots (png, svg) to {a.out_dir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #ifdef PKB_HAVE_CUDA
 #include <ATen/cuda/Sleep.h>
@@ -115,13 +116,14 @@ struct Side {
   double wall_us = 0;
   bool anomaly = false;
   Outputs last;
-  double worst_us = -1;
-  int worst_at = -1;  // which timed iteration (over all segments) was slowest
+
+  // The next input group in the rotation (NOTE [timing protocol], step 1).
+  Outputs call() { return (*fn)(groups[next++ % groups.size()]); }
 };
 
 void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std::string& tag,
                  const TimingOptions& opts) {
-  for (int i = 0; i < warmup; ++i) (*side.fn)(side.groups[side.next++ % side.groups.size()]);
+  for (int i = 0; i < warmup; ++i) side.call();
   dist.device_sync();
   dist.store_barrier(tag);
   IterationTimer timer(dist.device(), iters);
@@ -131,7 +133,7 @@ void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std
   dist.align_streams();
   timer.mark(0);
   for (int i = 0; i < iters; ++i) {
-    side.last = (*side.fn)(side.groups[side.next++ % side.groups.size()]);
+    side.last = side.call();
     timer.mark(i + 1);
   }
   dist.device_sync();
@@ -139,11 +141,6 @@ void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std
   auto d = timer.durations_us();
   if (wall > opts.wall_ratio * timer.span_us() + opts.wall_slack_us) side.anomaly = true;
   side.wall_us += wall;
-  for (int i = 0; i < iters; ++i)
-    if (d[i] > side.worst_us) {
-      side.worst_us = d[i];
-      side.worst_at = static_cast<int>(side.samples.size()) + i;
-    }
   side.samples.insert(side.samples.end(), d.begin(), d.end());
 }
 
@@ -159,7 +156,7 @@ TimingStats stats_of(const Side& s) {
   st.max_us = v.back();
   st.wall_us = s.wall_us / v.size();
   st.anomaly = s.anomaly;
-  st.max_at = s.worst_at;
+  st.max_at = static_cast<int>(std::max_element(s.samples.begin(), s.samples.end()) - s.samples.begin());
   return st;
 }
 
@@ -186,7 +183,7 @@ TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const Tim
   // A full warm-up of both sides first, so that no segment pays for first
   // use (module loading, allocator growth, clocks ramping up).
   for (Side* s : {&c, &r})
-    for (int i = 0; i < opts.warmup; ++i) (*s->fn)(s->groups[s->next++ % s->groups.size()]);
+    for (int i = 0; i < opts.warmup; ++i) s->call();
   const int rounds = std::min(opts.rounds, opts.iters);
   for (int k = 0; k < rounds; ++k) {
     // Equal shares; the first segments take the remainders.

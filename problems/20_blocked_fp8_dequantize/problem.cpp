@@ -1,0 +1,58 @@
+// Block-scaled dequantisation (one scale per 128 consecutive elements of the
+// flattened tensor, DeepSeek-V3 style) to fp32, then an equal-split
+// all-to-all along dim 0. The published "quantised" values are plain bf16
+// randn, not fp8; the bf16 x bf16 product is exact in fp32.
+#include "pkb/problem.h"
+
+namespace {
+
+class BlockedFp8Dequantize : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{20, "blocked_fp8_dequantize",
+                                    "Block-scaled dequantisation to fp32, then equal all-to-all", "Tensor Parallel",
+                                    "DeepSeek-V3-style block-128 scale dequantisation + all-to-all", "any"};
+    return s;
+  }
+
+  // RNG order as published: values (W, M, N), then scales (W, M*N/128).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    constexpr int64_t kBlock = 128;
+    PKB_CHECK(req.m * req.n % kBlock == 0, "M*N must be a multiple of ", kBlock);
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    pkb::Inputs in;
+    in.add("local_y", at::randn({req.world, req.m, req.n}, opts));
+    in.add("local_s", at::randn({req.world, req.m * req.n / kBlock}, opts));
+    in.add("block_size", kBlock);
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const at::Tensor& y = in.tensor(0);
+    const at::Tensor& s = in.tensor(1);
+    const int64_t block = in.integer(2);
+    // The scale index runs over the whole flattened tensor, so blocks never
+    // straddle two destination slices when M*N is a multiple of the block.
+    at::Tensor x = (y.reshape({-1, block}).to(at::kFloat) * s.reshape({-1, 1}).to(at::kFloat)).view(y.sizes());
+    at::Tensor out = at::empty_like(x);
+    comm.all_to_all_single(out, x);
+    return {out};
+  }
+
+  // Each rank keeps one of its W fp32 slices and exchanges the other W-1
+  // (M*N*4 bytes each way per peer); HBM: values and scales read, fp32 written.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& y = in.tensor(0);
+    const at::Tensor& s = in.tensor(1);
+    const double w = world, total = static_cast<double>(y.numel());
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (w - 1) / w * total * 4.0;
+    c.hbm_bytes_per_rank = total * y.element_size() + static_cast<double>(s.numel()) * s.element_size() + total * 4.0;
+    c.flops_per_rank = total;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(BlockedFp8Dequantize)

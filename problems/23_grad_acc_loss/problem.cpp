@@ -1,0 +1,68 @@
+// Gradient-accumulation loss normalisation by the global number of valid
+// tokens (forward + closed-form backward). Rounding order matters (catalog
+// §23): the local loss_sum is a bf16 product and is all-reduced in bf16, so a
+// nearly cancelling sum over ranks is only reproduced by the same bf16 adds.
+#include "pkb/problem.h"
+
+namespace {
+
+class GradAccLoss : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{23, "grad_acc_loss",
+                                    "Token-count-weighted loss normalisation across data-parallel ranks",
+                                    "Data Parallel", "VeOmni / torchtitan (gradient-accumulation loss normaliser)",
+                                    "any"};
+    return s;
+  }
+
+  // Only the loss is random; the token counts are M*N per rank and W*M*N in
+  // total, the upstream gradients 1 and 0, as published.
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().device(req.device);
+    at::Tensor loss = at::randn({}, opts.dtype(req.dtype));
+    pkb::Inputs in;
+    in.add("loss", loss);
+    in.add("local_valid_tokens", at::full({}, req.m * req.n, opts.dtype(at::kLong)));
+    in.add("global_valid_tokens", at::full({}, req.world * req.m * req.n, opts.dtype(at::kLong)));
+    in.add("grad_normalized_loss", at::ones({}, opts.dtype(req.dtype)));
+    in.add("grad_loss_sum", at::zeros({}, opts.dtype(req.dtype)));
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    at::Tensor loss = in.tensor(0);
+    const at::Tensor& local_valid = in.tensor(1);
+    const at::Tensor& global_valid = in.tensor(2);
+    const at::Tensor& grad_normalized = in.tensor(3);
+    const at::Tensor& grad_loss_sum = in.tensor(4);
+    // The published forward checks on the host; a rank without tokens must not
+    // poison the sum with NaN/inf.
+    if (local_valid.item<int64_t>() == 0) loss = at::nan_to_num(loss);
+    // bf16 x int64 0-d tensors: the count is converted to bf16, the product rounded to bf16.
+    at::Tensor loss_sum = loss * local_valid;
+    comm.all_reduce(loss_sum, pkb::ReduceOp::kSum);
+    at::Tensor normalized = loss_sum / global_valid;
+    at::Tensor grad_from_normalized = grad_normalized * local_valid / global_valid;
+    at::Tensor grad_from_sum = grad_loss_sum * local_valid;
+    at::Tensor grad_loss = grad_from_normalized + grad_from_sum;
+    return {normalized, loss_sum, grad_loss};
+  }
+
+  // One all-reduce of a single element (bandwidth-optimal: 2(W-1)/W of it each
+  // way); five scalars read, three written; a handful of scalar flops.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const double e = static_cast<double>(in.tensor(0).element_size()), w = world;
+    double read = 0;
+    for (size_t i = 0; i < 5; ++i) read += static_cast<double>(in.tensor(i).nbytes());
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * e;
+    c.hbm_bytes_per_rank = read + 3.0 * e;
+    c.flops_per_rank = 7.0;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(GradAccLoss)

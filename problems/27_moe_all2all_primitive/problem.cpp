@@ -1,0 +1,64 @@
+// The MoE all-to-all wrapper of VeOmni / Megatron-LM: token rows go out in
+// explicit split sizes and come back grouped by source rank. The published
+// inputs make the splits uniform (M/W rows per peer).
+#include "pkb/problem.h"
+
+namespace {
+
+class MoeAll2AllPrimitive : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{27, "moe_all2all_primitive",
+                                    "All-to-all-v of token rows with explicit split lists (here equal splits)",
+                                    "Expert Parallel", "VeOmni / Megatron-LM MoE all_to_all wrapper",
+                                    "W divides M"};
+    return s;
+  }
+
+  // Inputs: local_tensor, then the W input split sizes, the W output split
+  // sizes (the published lists, flattened), then the group (None = WORLD).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    // The published harness adds M mod W to the last split of both lists,
+    // which no rank but the last can honour (the exchange fails); refuse it.
+    PKB_CHECK(req.m % req.world == 0, "problem 27 needs W to divide M (M = ", req.m, ", W = ", req.world, ")");
+    at::Tensor local = at::randn({req.m, req.n}, at::TensorOptions().dtype(req.dtype).device(req.device));
+    pkb::Inputs in;
+    in.add("local_tensor", local);
+    for (int d = 0; d < req.world; ++d) in.add("input_split_sizes." + std::to_string(d), req.m / req.world);
+    for (int d = 0; d < req.world; ++d) in.add("output_split_sizes." + std::to_string(d), req.m / req.world);
+    in.add("group", pkb::None{});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const int world = comm.world_size();
+    at::Tensor local = in.tensor(0).contiguous();
+    if (world == 1) return {local};
+    std::vector<int64_t> in_splits(world), out_splits(world);
+    int64_t out_rows = 0;
+    for (int d = 0; d < world; ++d) {
+      in_splits[d] = in.integer(1 + d);
+      out_splits[d] = in.integer(1 + world + d);
+      out_rows += out_splits[d];
+    }
+    at::Tensor out = at::empty({out_rows, local.size(1)}, local.options());
+    comm.all_to_all_single(out, local, out_splits, in_splits);
+    return {out};
+  }
+
+  // (W-1)/W of the rows leave and as many arrive; the input is read and the
+  // output written once; no arithmetic.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);
+    const double bytes = static_cast<double>(t.numel()) * t.element_size(), w = world;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (w - 1) / w * bytes;
+    c.hbm_bytes_per_rank = 2.0 * bytes;
+    c.flops_per_rank = 0;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(MoeAll2AllPrimitive)

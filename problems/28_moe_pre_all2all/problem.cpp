@@ -1,0 +1,133 @@
+// MoE dispatch (VeOmni `token_pre_all2all` on Megatron-LM's permute and
+// sort_chunks_by_idxs): tokens are permuted expert-major, exchanged with an
+// all-to-all-v, and the received chunks regrouped by local expert. As
+// published, the split sizes are synthetic and uniform (2M/W rows per peer,
+// 2M/8 rows per chunk), unrelated to the actual routing.
+#include "pkb/problem.h"
+
+namespace {
+
+constexpr int64_t kNumExperts = 8;
+constexpr int64_t kTopK = 2;
+
+class MoePreAll2All : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{28, "moe_pre_all2all",
+                                    "MoE dispatch: permute tokens by expert, all-to-all-v, regroup chunks by local expert",
+                                    "Expert Parallel",
+                                    "VeOmni token_pre_all2all (Megatron-LM permute / sort_chunks_by_idxs)",
+                                    "W divides 8"};
+    return s;
+  }
+
+  std::string check_world(int world) const override {
+    if (world < 1 || kNumExperts % world != 0) return "the world size must divide the 8 experts";
+    return "";
+  }
+
+  // RNG order as published: hidden_states' randn, then one randperm(8) per
+  // token whose first two entries are the token's (distinct) experts.
+  // Inputs: hidden_states, expert_mask (8, 2, M) fp32, num_experts, the W input
+  // splits, the W output splits, num_global_tokens_per_local_expert, group.
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    // As in 27, a remainder would go to the last entry of both split lists,
+    // which only the last rank can honour; refuse it instead of failing inside
+    // the exchange.
+    PKB_CHECK(2 * req.m % req.world == 0, "problem 28 needs W to divide 2M (M = ", req.m, ", W = ", req.world, ")");
+    auto opts = at::TensorOptions().device(req.device);
+    at::Tensor hidden = at::randn({req.m, req.n}, opts.dtype(req.dtype));
+    std::vector<at::Tensor> picks;
+    picks.reserve(req.m);
+    for (int64_t t = 0; t < req.m; ++t)
+      picks.push_back(at::randperm(kNumExperts, opts.dtype(at::kLong)).narrow(0, 0, kTopK));
+    // [e, k, t] = 1 iff token t's k-th pick is e.
+    at::Tensor expert_mask =
+        at::one_hot(at::stack(picks), kNumExperts).permute({2, 1, 0}).contiguous().to(at::kFloat);
+    const int64_t routed = kTopK * req.m;  // always: the two picks are distinct
+    const int64_t local_experts = kNumExperts / req.world;
+    pkb::Inputs in;
+    in.add("hidden_states", hidden);
+    in.add("expert_mask", expert_mask);
+    in.add("num_experts", kNumExperts);
+    for (const char* list : {"input_splits", "output_splits"}) {
+      for (int d = 0; d < req.world; ++d) {
+        int64_t split = routed / req.world + (d == req.world - 1 ? routed % req.world : 0);
+        in.add(std::string(list) + "." + std::to_string(d), split);
+      }
+    }
+    at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, opts.dtype(at::kLong));
+    per_slot.narrow(0, 0, routed % kNumExperts).add_(1);
+    in.add("num_global_tokens_per_local_expert", per_slot.view({req.world, local_experts}));
+    in.add("group", pkb::None{});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const int world = comm.world_size();
+    const at::Tensor& hidden_in = in.tensor(0);
+    const at::Tensor& expert_mask = in.tensor(1);
+    const int64_t num_experts = in.integer(2);
+    std::vector<int64_t> in_splits(world), out_splits(world);
+    int64_t send_rows = 0, recv_rows = 0;
+    for (int d = 0; d < world; ++d) {
+      in_splits[d] = in.integer(3 + d);
+      out_splits[d] = in.integer(3 + world + d);
+      send_rows += in_splits[d];
+      recv_rows += out_splits[d];
+    }
+    const at::Tensor& tokens_per_local_expert = in.tensor(3 + 2 * world);
+
+    at::Tensor hidden = hidden_in.reshape({-1, hidden_in.size(-1)});
+    at::Tensor routing_map = expert_mask.sum(1);
+    // Permute: expert-major, tokens ascending within an expert.
+    at::Tensor token_ids = at::arange(hidden.size(0), routing_map.options().dtype(at::kLong))
+                               .unsqueeze(0)
+                               .expand({num_experts, -1});
+    at::Tensor perm_idx = token_ids.masked_select(routing_map.to(at::kBool));
+    at::Tensor permuted = hidden.index_select(0, perm_idx);
+    PKB_CHECK(send_rows == permuted.size(0), "EP split mismatch: input_splits sum (", send_rows,
+              ") != permuted tokens (", permuted.size(0), ")");
+
+    at::Tensor received = permuted.contiguous();
+    if (world > 1) {
+      received = at::empty({recv_rows, permuted.size(1)}, permuted.options());
+      comm.all_to_all_single(received, permuted.contiguous(), out_splits, in_splits);
+    }
+
+    // Regroup: the chunks arrive (source, local expert)-major; order them
+    // (local expert, source)-major.
+    const int64_t local_experts = num_experts / world;
+    at::Tensor sizes_t = tokens_per_local_expert.reshape({-1}).cpu().contiguous();
+    std::vector<int64_t> sizes(sizes_t.data_ptr<int64_t>(), sizes_t.data_ptr<int64_t>() + sizes_t.numel());
+    std::vector<at::Tensor> chunks = received.split_with_sizes(sizes, 0);
+    std::vector<at::Tensor> ordered;
+    for (int64_t le = 0; le < local_experts; ++le)
+      for (int64_t src = 0; src < world; ++src) ordered.push_back(chunks[src * local_experts + le]);
+    at::Tensor global_permuted = at::cat(ordered, 0);
+    // The published fourth output, hidden_states.shape (a torch.Size), is no
+    // tensor: pkb::Outputs holds tensors only (see the README).
+    return {global_permuted, routing_map, perm_idx};
+  }
+
+  // The 2M permuted rows: (W-1)/W of them leave and as many arrive. HBM: the
+  // routed rows are read from hidden_states and the regrouped rows written,
+  // plus the mask read and the routing map and index list written.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& hidden = in.tensor(0);
+    const at::Tensor& mask = in.tensor(1);
+    const double m = static_cast<double>(hidden.size(0)), n = static_cast<double>(hidden.size(1));
+    const double e = static_cast<double>(hidden.element_size()), w = world;
+    const double routed = 2.0 * m;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (w - 1) / w * routed * n * e;
+    c.hbm_bytes_per_rank = 2.0 * routed * n * e + static_cast<double>(mask.numel()) * 4.0 +
+                           static_cast<double>(mask.size(0)) * m * 4.0 + routed * 8.0;
+    c.flops_per_rank = static_cast<double>(mask.numel());  // the sum over the top-k dimension
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(MoePreAll2All)

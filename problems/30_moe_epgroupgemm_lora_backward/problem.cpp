@@ -1,0 +1,60 @@
+// The backward of a LoRA shared by all experts of an EP group-GEMM (VeOmni):
+// the three LoRA factor gradients are summed over the group. As published the
+// all-reduces run in place on the inputs, in argument order, and the mutated
+// inputs are returned; the bf16 sums use the collective's own rounding order.
+#include "pkb/problem.h"
+
+namespace {
+
+constexpr int64_t kLoraRank = 8;
+
+class MoeEpGroupGemmLoraBackward : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{30, "moe_epgroupgemm_lora_backward",
+                                    "In-place sum all-reduce of three LoRA gradient tensors (shared LoRA across experts)",
+                                    "Expert Parallel", "VeOmni EP group-GEMM LoRA backward", "any"};
+    return s;
+  }
+
+  // RNG order as published: fc1_1's A, fc1_2's A, fc2's B (LoRA rank 8, in =
+  // out features = N).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    pkb::Inputs in;
+    in.add("grad_fc1_1_lora_A", at::randn({kLoraRank, req.n}, opts));
+    in.add("grad_fc1_2_lora_A", at::randn({kLoraRank, req.n}, opts));
+    in.add("grad_fc2_lora_B", at::randn({req.n, kLoraRank}, opts));
+    in.add("group", pkb::None{});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    // Handles sharing the inputs' storage: the reduction overwrites the inputs.
+    at::Tensor fc1_1 = in.tensor(0), fc1_2 = in.tensor(1), fc2 = in.tensor(2);
+    comm.all_reduce(fc1_1, pkb::ReduceOp::kSum);
+    comm.all_reduce(fc1_2, pkb::ReduceOp::kSum);
+    comm.all_reduce(fc2, pkb::ReduceOp::kSum);
+    return {fc1_1, fc1_2, fc2};
+  }
+
+  // Three bandwidth-optimal all-reduces (2(W-1)/W of the bytes each way);
+  // every tensor read and written once; (W-1)/W adds per element.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    double bytes = 0, elems = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      bytes += static_cast<double>(in.tensor(i).numel()) * in.tensor(i).element_size();
+      elems += static_cast<double>(in.tensor(i).numel());
+    }
+    const double w = world;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * bytes;
+    c.hbm_bytes_per_rank = 2.0 * bytes;
+    c.flops_per_rank = (w - 1) / w * elems;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(MoeEpGroupGemmLoraBackward)

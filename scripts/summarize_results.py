@@ -12,7 +12,7 @@ def fmt(v, f):
 
 
 def main(paths):
-    print("| file | problem | shape | outcome | reference us | candidate us | speedup | speedup (medians) | roof ref | roof cand |")
+    print("| file | problem | shape | outcome | reference us | candidate us | speedup | speedup (means) | roof ref | roof cand |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for path in paths:
         try:
@@ -27,7 +27,7 @@ def main(paths):
             shape = "x".join(str(x) for x in r.get("base_shape", []))
             print(f"| {path.rsplit('/', 1)[-1]} | {r['problem_id']:02d}_{r['slug']} | {shape} | {r['outcome']} | "
                   f"{fmt(t.get('reference_us'), '{:.1f}')} | {fmt(t.get('candidate_us'), '{:.1f}')} | "
-                  f"{fmt(r.get('speedup'), '{:.2f}x')} | {fmt(r.get('speedup_median'), '{:.2f}x')} | {fmt(roof.get('reference_fraction'), '{:.2f}')} | "
+                  f"{fmt(r.get('speedup'), '{:.2f}x')} | {fmt(r.get('speedup_mean'), '{:.2f}x')} | {fmt(roof.get('reference_fraction'), '{:.2f}')} | "
                   f"{fmt(roof.get('candidate_fraction'), '{:.2f}')} |")
 
 

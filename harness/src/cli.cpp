@@ -18,7 +18,7 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
       ->capture_default_str();
   run->add_option("--nproc", o->nproc, "Ranks, one process each (default: every GPU for cuda, 2 for cpu)")
       ->check(CLI::Range(1, 1024));
-  run->add_option("--problems", o->problems, "Selection: all, ids, ranges, slugs; comma-separated (1-8,12,allreduce)")
+  run->add_option("--problems", o->problems, "Selection: all, ids, ranges, slugs; comma-separated; !X excludes (1-8,12,allreduce or all,!15)")
       ->capture_default_str();
   run->add_option("--solutions", o->solutions,
                   "A folder of candidates (DIR/NN_slug/sample_K.cu or DIR/NN_slug.cu), or 'reference'")
@@ -33,6 +33,7 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
       ->check(CLI::Range(0, 1000000));
   run->add_option("--iters", o->iters, "Timed iterations per side (default 100 on cuda, 20 on cpu)")
       ->check(CLI::Range(1, 1000000));
+  run->add_flag("--keep-samples", o->keep_samples, "Record every timed iteration (per rank, in order) in the results");
   run->add_option("--rounds", o->rounds, "Alternating reference/candidate rounds the iterations are split into")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

@@ -25,6 +25,15 @@ TEST(Selection, RejectsWhatMatchesNothing) {
   EXPECT_THROW(parse_selection(" , ", kKnown), Error);
 }
 
+TEST(Selection, Exclusions) {
+  EXPECT_EQ(parse_selection("all,!12", kKnown), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(parse_selection("!broadcast,1-12", kKnown), (std::vector<int>{1, 2, 12}));  // order-free
+  EXPECT_EQ(parse_selection("all,!2-3", kKnown), (std::vector<int>{1, 12}));
+  EXPECT_THROW(parse_selection("!1", kKnown), Error);        // nothing to exclude from
+  EXPECT_THROW(parse_selection("1,!1", kKnown), Error);      // excludes everything it names
+  EXPECT_THROW(parse_selection("all,!99", kKnown), Error);   // an exclusion must name a problem
+}
+
 TEST(Selection, ShapesAndShards) {
   EXPECT_EQ(parse_shape("1024x512"), (std::pair<long, long>{1024, 512}));
   EXPECT_EQ(parse_shape("8X8"), (std::pair<long, long>{8, 8}));

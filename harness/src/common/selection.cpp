@@ -22,51 +22,62 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// The ids one token names: "all", "lo-hi", "12", or a slug.
+std::set<int> ids_of(const std::string& token, const std::vector<ProblemName>& known,
+                     const std::set<int>& known_ids) {
+  if (token == "all") return known_ids;
+  size_t dash = token.find('-');
+  if (dash != std::string::npos && all_digits(token.substr(0, dash)) && all_digits(token.substr(dash + 1))) {
+    int lo = std::stoi(token.substr(0, dash)), hi = std::stoi(token.substr(dash + 1));
+    PKB_CHECK(lo <= hi, "empty problem range '", token, "'");
+    std::set<int> ids;
+    for (int id = lo; id <= hi; ++id)
+      if (known_ids.count(id)) ids.insert(id);
+    PKB_CHECK(!ids.empty(), "problem range '", token, "' matches no problem");
+    return ids;
+  }
+  if (all_digits(token)) {
+    int id = std::stoi(token);
+    PKB_CHECK(known_ids.count(id), "no problem with id ", id);
+    return {id};
+  }
+  auto it = std::find_if(known.begin(), known.end(), [&](const ProblemName& k) {
+    return token == k.slug || token == std::to_string(k.id) + "_" + k.slug ||
+           (k.id < 10 && token == "0" + std::to_string(k.id) + "_" + k.slug);
+  });
+  PKB_CHECK(it != known.end(), "no problem named '", token, "'");
+  return {it->id};
+}
+
+}  // namespace
+
 std::vector<int> parse_selection(const std::string& text, const std::vector<ProblemName>& known) {
-  std::set<int> ids;
+  std::set<int> ids, excluded;
   std::set<int> known_ids;
   for (const auto& k : known) known_ids.insert(k.id);
   std::stringstream ss(text);
   std::string token;
-  bool any = false;
+  bool any_included = false;
   while (std::getline(ss, token, ',')) {
     token = trim(token);
     if (token.empty()) continue;
-    any = true;
-    if (token == "all") {
-      ids.insert(known_ids.begin(), known_ids.end());
+    if (token[0] == '!') {
+      std::set<int> x = ids_of(trim(token.substr(1)), known, known_ids);
+      excluded.insert(x.begin(), x.end());
       continue;
     }
-    size_t dash = token.find('-');
-    if (dash != std::string::npos && all_digits(token.substr(0, dash)) &&
-        all_digits(token.substr(dash + 1))) {
-      int lo = std::stoi(token.substr(0, dash)), hi = std::stoi(token.substr(dash + 1));
-      PKB_CHECK(lo <= hi, "empty problem range '", token, "'");
-      bool hit = false;
-      for (int id = lo; id <= hi; ++id) {
-        if (known_ids.count(id)) {
-          ids.insert(id);
-          hit = true;
-        }
-      }
-      PKB_CHECK(hit, "problem range '", token, "' matches no problem");
-      continue;
-    }
-    if (all_digits(token)) {
-      int id = std::stoi(token);
-      PKB_CHECK(known_ids.count(id), "no problem with id ", id);
-      ids.insert(id);
-      continue;
-    }
-    auto it = std::find_if(known.begin(), known.end(), [&](const ProblemName& k) {
-      return token == k.slug || token == std::to_string(k.id) + "_" + k.slug ||
-             (k.id < 10 && token == "0" + std::to_string(k.id) + "_" + k.slug);
-    });
-    PKB_CHECK(it != known.end(), "no problem named '", token, "'");
-    ids.insert(it->id);
+    any_included = true;
+    std::set<int> x = ids_of(token, known, known_ids);
+    ids.insert(x.begin(), x.end());
   }
-  PKB_CHECK(any, "empty problem selection");
-  return {ids.begin(), ids.end()};
+  PKB_CHECK(any_included, "empty problem selection (exclusions like '!15' need something to exclude from)");
+  std::vector<int> out;
+  for (int id : ids)
+    if (!excluded.count(id)) out.push_back(id);
+  PKB_CHECK(!out.empty(), "problem selection '", text, "' excludes every problem it names");
+  return out;
 }
 
 std::pair<long, long> parse_shape(const std::string& text) {

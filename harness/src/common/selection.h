@@ -1,5 +1,6 @@
 // Problem selections as users type them: "all", "1-8", "3,5,12", "allreduce",
-// "12_allgather_gemm", or any comma-separated mix.
+// "12_allgather_gemm", or any comma-separated mix; a token prefixed with '!'
+// removes what it names ("all,!15", "1-30,!20-25").
 #pragma once
 
 #include <string>

@@ -17,7 +17,8 @@ struct RunOptions {
   bool no_perf = false;
   int warmup = -1;               // -1: 500 (cuda), 10 (cpu)
   int iters = -1;                // -1: 100 (cuda), 20 (cpu)
-  int rounds = 2;
+  int rounds = 10;
+  bool keep_samples = false;     // per-iteration times in the per-rank timing records
   double timeout_s = 300;        // per evaluation, launch to last rank
   double compile_timeout_s = 600;
   std::string out;               // results JSONL

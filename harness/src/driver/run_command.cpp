@@ -108,7 +108,8 @@ Json base_record(const Settings& s, const PlanItem& item) {
   r["base_shape"] = {s.m, s.n};
   r["dtype"] = "bfloat16";
   r["args"] = {{"trials", s.opts.trials}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
-               {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s}};
+               {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s},
+               {"keep_samples", s.opts.keep_samples}};
   r["topology"] = s.topology.name;
   r["toolchain"] = toolchain_json();
   r["git_sha"] = git_sha();
@@ -120,7 +121,8 @@ Json base_record(const Settings& s, const PlanItem& item) {
 }
 
 // Times, speedup and roofline from the per-rank results: the slowest rank's
-// mean is the run's time (NOTE [timing protocol]); see NOTE [roofline].
+// median is the run's time, its mean is kept beside it (NOTE [timing
+// protocol], step 4); see NOTE [roofline].
 void add_times(Json& r, const EvalResult& e, const Topology& topo) {
   double ref = 0, cand = 0, ref_med = 0, cand_med = 0;
   Json per_rank = Json::array();
@@ -147,21 +149,19 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
                {"hbm_bytes_per_rank", cost.hbm_bytes_per_rank},
                {"flops_per_rank", cost.flops_per_rank}};
   if (!have) return;
-  r["times"] = {{"reference_us", ref},
-                {"candidate_us", cand},
-                {"reference_median_us", ref_med},
-                {"candidate_median_us", cand_med},
+  r["times"] = {{"reference_us", ref_med},
+                {"candidate_us", cand_med},
+                {"reference_mean_us", ref},
+                {"candidate_mean_us", cand},
                 {"per_rank", per_rank}};
-  // The published convention: slowest-rank means. The medians' ratio is
-  // recorded beside it; it is robust to rare multi-ms stalls of either side.
-  if (cand > 0) r["speedup"] = ref / cand;
-  if (cand_med > 0) r["speedup_median"] = ref_med / cand_med;
+  if (cand_med > 0) r["speedup"] = ref_med / cand_med;
+  if (cand > 0) r["speedup_mean"] = ref / cand;
   Roofline roof = roofline(cost, topo);
   if (roof.valid) {
     r["roofline"] = {{"t_roof_us", roof.t_roof_us},
                      {"bound", roof.bound},
-                     {"reference_fraction", ref > 0 ? roof.t_roof_us / ref : 0.0},
-                     {"candidate_fraction", cand > 0 ? roof.t_roof_us / cand : 0.0}};
+                     {"reference_fraction", ref_med > 0 ? roof.t_roof_us / ref_med : 0.0},
+                     {"candidate_fraction", cand_med > 0 ? roof.t_roof_us / cand_med : 0.0}};
   }
 }
 
@@ -199,6 +199,7 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
              {"warmup", s.warmup},
              {"iters", s.iters},
              {"rounds", s.opts.rounds},
+             {"keep_samples", s.opts.keep_samples},
              {"topology", to_json(s.topology)}};
   EvalResult e = run_evaluation(req);
   r["deciding_rank"] = e.deciding_rank;

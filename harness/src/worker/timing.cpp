@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <numeric>
 
 #ifdef PKB_HAVE_CUDA
@@ -14,6 +15,7 @@
 #endif
 
 #include "pkb/check.h"
+#include "worker/stream_gate.h"
 
 namespace pkb {
 
@@ -96,8 +98,8 @@ class IterationTimer {
 };
 
 // Holds the stream for a couple of milliseconds so that the host is already
-// ahead, enqueueing timed iterations, when the first one starts; otherwise the
-// first iteration after an idle stream includes the host's enqueue latency.
+// ahead, enqueueing timed iterations, when the first one starts. The fallback
+// for a side that waits for the device inside its call (no gate can be used).
 void give_host_head_start(const at::Device& device) {
 #ifdef PKB_HAVE_CUDA
   if (!device.is_cuda()) return;
@@ -115,11 +117,42 @@ struct Side {
   std::vector<double> samples;
   double wall_us = 0;
   bool anomaly = false;
+  bool host_syncs = false;  // its call waited for the device while the stream was gated
+  int gate_timeouts = 0;
   Outputs last;
 
   // The next input group in the rotation (NOTE [timing protocol], step 1).
   Outputs call() { return (*fn)(groups[next++ % groups.size()]); }
 };
+
+#ifdef PKB_HAVE_CUDA
+cudaStream_t current_stream(const at::Device& device) {
+  return c10::cuda::getCurrentCUDAStream(device.index()).stream();
+}
+#endif
+
+// Runs a segment's worth of calls behind a closed gate, untimed, up to twice.
+// The first run also grows the caching allocator to what a fully enqueued
+// segment keeps in flight: growing it inside a timed segment stalls the host
+// on cudaMalloc behind the gate (measured: the first timed segment of
+// problems with intermediates opened by timeout, host-bound). A side that
+// still cannot be enqueued on the second run waits for the device inside its
+// call: it is timed behind the head start instead and says `host_sync`.
+void prime_and_probe(Distributed& dist, Side& side, int calls, const TimingOptions& opts) {
+#ifdef PKB_HAVE_CUDA
+  if (!dist.device().is_cuda()) return;
+  StreamGate gate;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    dist.device_sync();
+    gate.close(current_stream(dist.device()), opts.probe_gate_ms);
+    for (int i = 0; i < calls; ++i) side.call();
+    gate.open();
+    dist.device_sync();
+    if (!gate.timed_out()) return;
+  }
+  side.host_syncs = true;
+#endif
+}
 
 void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std::string& tag,
                  const TimingOptions& opts) {
@@ -127,17 +160,32 @@ void run_segment(Distributed& dist, Side& side, int warmup, int iters, const std
   dist.device_sync();
   dist.store_barrier(tag);
   IterationTimer timer(dist.device(), iters);
+#ifdef PKB_HAVE_CUDA
+  std::unique_ptr<StreamGate> gate;
+  if (dist.device().is_cuda() && !side.host_syncs) gate = std::make_unique<StreamGate>();
+#endif
   auto t0 = Clock::now();
   timer.mark_start();
-  give_host_head_start(dist.device());
+#ifdef PKB_HAVE_CUDA
+  if (gate)
+    gate->close(current_stream(dist.device()), opts.segment_gate_ms);
+  else
+#endif
+    give_host_head_start(dist.device());
   dist.align_streams();
   timer.mark(0);
   for (int i = 0; i < iters; ++i) {
     side.last = side.call();
     timer.mark(i + 1);
   }
+#ifdef PKB_HAVE_CUDA
+  if (gate) gate->open();
+#endif
   dist.device_sync();
   double wall = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+#ifdef PKB_HAVE_CUDA
+  if (gate && gate->timed_out()) ++side.gate_timeouts;
+#endif
   auto d = timer.durations_us();
   if (wall > opts.wall_ratio * timer.span_us() + opts.wall_slack_us) side.anomaly = true;
   side.wall_us += wall;
@@ -156,6 +204,8 @@ TimingStats stats_of(const Side& s) {
   st.max_us = v.back();
   st.wall_us = s.wall_us / v.size();
   st.anomaly = s.anomaly;
+  st.host_sync = s.host_syncs;
+  st.gate_timeouts = s.gate_timeouts;
   st.max_at = static_cast<int>(std::max_element(s.samples.begin(), s.samples.end()) - s.samples.begin());
   return st;
 }
@@ -185,6 +235,8 @@ TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const Tim
   for (Side* s : {&c, &r})
     for (int i = 0; i < opts.warmup; ++i) s->call();
   const int rounds = std::min(opts.rounds, opts.iters);
+  const int segment_calls = (opts.iters + rounds - 1) / rounds;
+  for (Side* s : {&c, &r}) prime_and_probe(dist, *s, segment_calls, opts);
   for (int k = 0; k < rounds; ++k) {
     // Equal shares; the first segments take the remainders.
     int iters = opts.iters / rounds + (k < opts.iters % rounds ? 1 : 0);
@@ -196,6 +248,8 @@ TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const Tim
   }
   res.cand = stats_of(c);
   res.ref = stats_of(r);
+  res.cand_samples = c.samples;
+  res.ref_samples = r.samples;
   res.last_cand = std::move(c.last);
   res.last_ref = std::move(r.last);
   return res;
@@ -204,7 +258,8 @@ TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const Tim
 Json to_json(const TimingStats& s) {
   return Json{{"n", s.n},           {"mean_us", s.mean_us}, {"median_us", s.median_us},
               {"min_us", s.min_us}, {"max_us", s.max_us},   {"max_at", s.max_at},
-              {"wall_us", s.wall_us}, {"anomaly", s.anomaly}};
+              {"wall_us", s.wall_us}, {"anomaly", s.anomaly},
+              {"host_sync", s.host_sync}, {"gate_timeouts", s.gate_timeouts}};
 }
 
 double cache_bytes_for(const at::Device& device) {

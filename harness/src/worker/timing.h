@@ -5,19 +5,36 @@
 //     inputs the previous call left in cache: G = 1 when one set already
 //     exceeds 3*L2, else floor(3*L2/bytes)+1 clamped to [2, 128]. Reference and
 //     candidate get their own groups (some problems mutate their inputs).
-//  2. Warm-up: `warmup` calls of each side first; then the timed iterations
+//  2. Warm-up: `warmup` calls of each side first, then one untimed gated
+//     segment of each (growing the allocator to what a fully enqueued
+//     segment keeps in flight; step 3); then the timed iterations
 //     are split into `rounds` segments per side, taken in the order
 //     C R R C C R ..., so that clock or thermal drift hits both sides alike,
 //     and each segment is preceded by its share (warmup / rounds) of re-warming.
-//  3. Before each timed segment: device sync on every rank, a cross-rank
-//     barrier through the store, a 2 ms spin kernel (the host gets ahead and
-//     is already enqueueing timed iterations when the first one starts), then
-//     a one-element all-reduce right before the first event: the ranks leave
-//     the store barrier up to a few hundred us apart, and without it the first
-//     timed iteration of the earlier rank would absorb that skew.
+//  3. Before each timed segment: device sync on every rank and a cross-rank
+//     barrier through the store. Then the stream is held by a gate kernel
+//     (worker/stream_gate.h) while the host enqueues a one-element all-reduce
+//     and the whole segment behind it, and opened after the last event: the
+//     GPU runs the segment back to back, so the events measure the GPU and not
+//     the host's launch rate (small NCCL calls are host-bound; timed as they
+//     are enqueued they read whatever the host happened to be doing: the
+//     reference timed against itself read 0.13x-2.43x on problems 1-8, and
+//     0.93x-1.02x with the gate). The all-reduce
+//     absorbs the skew between the ranks' gate openings. A side whose call
+//     waits for the device (its priming segment, run up to twice, keeps
+//     opening by the gate's timeout) cannot be enqueued ahead; it gets a 2 ms
+//     spin kernel as a head start instead and its stats say `host_sync`. A
+//     segment whose gate opened by timeout counts in `gate_timeouts`.
 //  4. Per iteration: a CUDA event on the current stream after every call (on
 //     CPU, the host clock); per rank mean, median, min and max. The run's time
-//     is the slowest rank's mean (the published convention; the driver takes it).
+//     is the slowest rank's *median*; the slowest rank's mean (the published
+//     convention) is recorded beside it, with the speedup of means. Why not
+//     the mean: the per-iteration samples have rare multi-ms stalls (seen
+//     mostly on `host_sync` sides, source not pinned down) that land on
+//     either side at random; one in a
+//     100-iteration segment moves a mean by 20% and more, so the reference
+//     timed against itself read 0.69x-1.26x on means where medians read
+//     0.91x-1.05x (problems 9-30, 2xH200, one run).
 //  5. A host wall clock around each timed segment, ending in a device sync,
 //     cross-checks the events (from an event before the head start to the
 //     last one): work hidden on a side stream that the current stream never
@@ -41,11 +58,15 @@ namespace pkb {
 struct TimingOptions {
   int warmup = 500;
   int iters = 100;
-  int rounds = 2;
+  int rounds = 10;
   double cache_bytes = 50.0 * (1 << 20);  // L2 (GPU) or last-level cache (CPU)
   // A segment is anomalous when wall > wall_ratio * events + wall_slack_us.
   double wall_ratio = 1.5;
   double wall_slack_us = 200;
+  // How long a closed stream gate waits for the host (step 3): an untimed
+  // priming segment, and a timed one.
+  double probe_gate_ms = 200;
+  double segment_gate_ms = 2000;
 };
 
 struct TimingStats {
@@ -54,6 +75,8 @@ struct TimingStats {
   int max_at = -1;       // index of the slowest timed iteration
   double wall_us = 0;    // host wall clock, per iteration
   bool anomaly = false;
+  bool host_sync = false;  // the call waits for the device: timed behind the head start, not the gate
+  int gate_timeouts = 0;   // segments whose gate opened by its timeout (not fully enqueued)
 };
 
 struct TimingResult {
@@ -61,6 +84,7 @@ struct TimingResult {
   int groups = 1;
   double input_bytes = 0;
   Outputs last_ref, last_cand;
+  std::vector<double> ref_samples, cand_samples;  // per iteration, in the order taken
 };
 
 using TimedFn = std::function<Outputs(const Inputs&)>;

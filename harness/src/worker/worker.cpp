@@ -217,7 +217,7 @@ class RankRun {
     TimingOptions o;
     o.warmup = job_.j.value("warmup", 500);
     o.iters = job_.j.value("iters", 100);
-    o.rounds = job_.j.value("rounds", 2);
+    o.rounds = job_.j.value("rounds", 10);
     o.cache_bytes = cache_bytes_for(dist_->device());
     TimedFn cand = [&](const Inputs& in) { return run_candidate(in); };
     TimedFn ref = [&](const Inputs& in) { return problem_->reference(*ctx_, dist_->collectives(), in); };
@@ -231,6 +231,10 @@ class RankRun {
     tj["rounds"] = o.rounds;
     tj["candidate"] = to_json(tr.cand);
     tj["reference"] = to_json(tr.ref);
+    if (job_.j.value("keep_samples", false)) {
+      tj["candidate"]["samples_us"] = tr.cand_samples;
+      tj["reference"]["samples_us"] = tr.ref_samples;
+    }
     result_["timing"] = tj;
     phase("recheck");
     CompareResult re = compare_outputs(tr.last_ref, tr.last_cand, tol_, checked_outputs(tr.last_ref.size()));

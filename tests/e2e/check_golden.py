@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Checks a `pkb golden --out` JSONL against expectations per rank.
+
+usage: check_golden.py RESULTS.jsonl --expect RANK=OUTCOME[:MISMATCHES] ...
+
+RANK=match                 the rank's fixture matches
+RANK=output_mismatch:1     the rank mismatches on exactly one element in all
+"""
+import argparse
+import json
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--expect", action="append", default=[])
+    a = ap.parse_args()
+    rows = [json.loads(line) for line in open(a.results) if line.strip()]
+    by_rank = {r["rank"]: r for r in rows}
+    failures = []
+    for e in a.expect:
+        rank, want = e.split("=", 1)
+        outcome, _, count = want.partition(":")
+        r = by_rank.get(int(rank))
+        if r is None:
+            failures.append(f"rank {rank}: no record")
+            continue
+        if r["outcome"] != outcome:
+            failures.append(f"rank {rank}: outcome {r['outcome']}, expected {outcome} ({r.get('reason', '')})")
+        if count:
+            got = sum(o.get("mismatches", 0) for o in r.get("compare", {}).get("outputs", []))
+            if got != int(count):
+                failures.append(f"rank {rank}: {got} mismatched elements, expected {count}")
+    if len(by_rank) != len(a.expect):
+        failures.append(f"{len(by_rank)} ranks recorded, {len(a.expect)} expected")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(a.expect) - len(failures)} of {len(a.expect)} expectations hold" if not failures else "")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,8 +5,10 @@ usage: plot_leaderboard.py SCORES.json... [--out-dir DIR]
 
 Writes fast_p.{png,svg} (fast_p@k against p, one line per model; k is the
 smallest k scored) and outcomes.{png,svg} (one stacked bar per model, the
-outcome taxonomy in order; harness errors shown apart, hatched). Needs
-matplotlib (pip install matplotlib).
+outcome taxonomy in order; harness errors shown apart, hatched). In the SVGs,
+curve i is the group fast_p_curve_<i> and model i's bar for an outcome is
+bar_<outcome>_<i> (models in scores-file order), so tests can find them.
+Needs matplotlib (pip install matplotlib; scripts/setup puts it in the venv).
 """
 import argparse
 import json
@@ -44,10 +46,10 @@ def main():
     os.makedirs(a.out_dir, exist_ok=True)
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, m in models.items():
+    for i, (name, m) in enumerate(models.items()):
         ps = [p for p, _ in m["fast_p_curve"]]
         vals = [v for _, v in m["fast_p_curve"]]
-        ax.plot(ps, vals, marker="o", label=name)
+        ax.plot(ps, vals, marker="o", label=name, gid=f"fast_p_curve_{i}")
     k = next(iter(models.values())).get("fast_p_curve_k", 1) if models else 1
     ax.set_xlabel("speedup threshold p")
     ax.set_ylabel(f"fast_p@{k}")
@@ -63,11 +65,15 @@ def main():
     bottom = [0] * len(names)
     for outcome in OUTCOMES:
         counts = [models[n]["outcomes"].get(outcome, 0) for n in names]
-        ax.bar(names, counts, bottom=bottom, label=outcome)
+        bars = ax.bar(names, counts, bottom=bottom, label=outcome)
+        for i, bar in enumerate(bars):
+            bar.set_gid(f"bar_{outcome}_{i}")
         bottom = [b + c for b, c in zip(bottom, counts)]
     he = [models[n].get("harness_errors", 0) for n in names]
     if any(he):
-        ax.bar(names, he, bottom=bottom, label="harness_error (not scored)", hatch="//", fill=False)
+        bars = ax.bar(names, he, bottom=bottom, label="harness_error (not scored)", hatch="//", fill=False)
+        for i, bar in enumerate(bars):
+            bar.set_gid(f"bar_harness_error_{i}")
     ax.set_ylabel("samples")
     ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
     fig.tight_layout()

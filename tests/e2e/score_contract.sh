@@ -12,14 +12,10 @@ expect() {  # expect CODE DESCRIPTION -- command...
   if [ "$rc" != "$code" ]; then echo "FAIL: $what: exit $rc, expected $code"; cat "$dir/out.txt"; fail=1
   else echo "ok: $what (exit $rc)"; fi
 }
-rec() {  # rec ID SAMPLE OUTCOME [SPEEDUP]
-  local sp=""
-  [ $# -ge 4 ] && sp=",\"speedup\":$4"
-  echo "{\"schema_version\":1,\"kind\":\"evaluation\",\"run_name\":\"modelA\",\"solutions\":\"dirA\",\"problem_id\":$1,\"sample\":$2,\"outcome\":\"$3\",\"reason\":\"\",\"world_size\":2,\"device\":\"cpu\"$sp}"
-}
-{ rec 1 0 correct 2.0; rec 1 1 correct 0.5; rec 2 0 output_mismatch; } >"$dir/shard0.jsonl"
-{ rec 3 0 correct 1.5; rec 4 0 harness_error; } >"$dir/shard1.jsonl"
-{ rec 1 0 timeout; } >"$dir/dup.jsonl"
+. "$(dirname "$0")/synthetic.sh"
+{ rec modelA 1 0 correct 2.0; rec modelA 1 1 correct 0.5; rec modelA 2 0 output_mismatch; } >"$dir/shard0.jsonl"
+{ rec modelA 3 0 correct 1.5; rec modelA 4 0 harness_error; } >"$dir/shard1.jsonl"
+{ rec modelA 1 0 timeout; } >"$dir/dup.jsonl"
 
 expect 0 "merge shards" -- "$pkb" merge "$dir/shard0.jsonl" "$dir/shard1.jsonl" --out "$dir/merged.jsonl"
 n=$(grep -c . "$dir/merged.jsonl")

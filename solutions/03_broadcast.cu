@@ -1,11 +1,8 @@
 // 03 broadcast: rank 0's blocks stage their share of the input in its
 // symmetric buffer; after the barrier every rank (rank 0 included) pulls that
 // share from rank 0. The other ranks' inputs are not read.
-// Double buffering: each call writes the other half of a symmetric buffer of
-// twice the payload, so a rank may start its next call while a peer still
-// reads this one's half; the next barrier on that half is two calls away, and
-// passing it means every peer has finished the call that read it. One
-// cross-GPU barrier per call, one kernel launch, no host synchronisation.
+// The buffer is double-buffered (NOTE [double buffering] in pkb/device.cuh):
+// one cross-GPU barrier per call, one kernel launch, no host synchronisation.
 #include <pkb/device.cuh>
 #include <pkb/solution.h>
 
@@ -14,39 +11,24 @@ using namespace pkb::device;
 
 constexpr int kRoot = 0;
 
-__global__ void __launch_bounds__(kThreads) broadcast_kernel(const uint4* x, uint4* own, void* const* peers,
-                                                             size_t offset, uint4* out, int64_t n16,
-                                                             uint32_t* const* pads, int rank, int world) {
+__global__ void __launch_bounds__(kThreads) broadcast_kernel(const uint4* x, uint4* out, int64_t n16,
+                                                             SymmetricView sym) {
   Share s = block_share(n16);
-  if (rank == kRoot) copy16(own, x, s);
-  block_barrier(pads, rank, world, blockIdx.x);
-  copy16(out, at_offset(peers, kRoot, offset), s);
+  if (sym.rank == kRoot) copy16(sym.own, x, s);
+  sym.barrier();
+  copy16(out, sym.peer(kRoot), s);
 }
-
-// The half of the double-buffered symmetric buffer this call writes. Every
-// rank makes the same calls, so the parity agrees across ranks.
-size_t next_half(size_t half_bytes) {
-  static int64_t calls = 0;
-  return static_cast<size_t>(calls++ % 2) * half_bytes;
-}
-
-cudaStream_t stream_of(pkb::Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
-void* const* peers_of(pkb::SymmetricBuffer& b) { return b.peer_ptrs_device(); }
-uint32_t* const* pads_of(pkb::SymmetricBuffer& b) { return reinterpret_cast<uint32_t* const*>(b.signal_pads_device()); }
-uint4* mine(pkb::SymmetricBuffer& b, size_t offset) { return reinterpret_cast<uint4*>(static_cast<char*>(b.ptr()) + offset); }
 }  // namespace
 
 std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   const at::Tensor x = in.tensor(0).contiguous();
   PKB_CHECK(x.nbytes() % 16 == 0, "needs data in 16-byte units");
   const size_t bytes = x.nbytes();
-  pkb::SymmetricBuffer& buf = ctx.symmetric("broadcast_" + std::to_string(bytes), 2 * bytes);
-  const size_t off = next_half(bytes);
+  const SymmetricView sym = double_buffered(ctx, "broadcast_" + std::to_string(bytes), bytes);
   at::Tensor out = at::empty_like(x);
   const int64_t n16 = bytes / 16;
-  broadcast_kernel<<<one_wave_blocks((n16 + kThreads - 1) / kThreads), kThreads, 0, stream_of(ctx)>>>(
-      static_cast<const uint4*>(x.data_ptr()), mine(buf, off), peers_of(buf), off,
-      static_cast<uint4*>(out.data_ptr()), n16, pads_of(buf), ctx.rank(), ctx.world_size());
+  broadcast_kernel<<<blocks_for(n16), kThreads, 0, stream_of(ctx)>>>(
+      static_cast<const uint4*>(x.data_ptr()), static_cast<uint4*>(out.data_ptr()), n16, sym);
   PKB_CUDA_CHECK(cudaGetLastError());
   return {out};
 }

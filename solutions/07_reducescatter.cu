@@ -2,37 +2,21 @@
 // its (W*M, N) input; after the barrier rank r sums that share of row block r
 // from every rank. Each rank reads (W-1)/W of the input from its peers: the
 // bandwidth lower bound.
-// Double buffering: each call writes the other half of a symmetric buffer of
-// twice the payload, so a rank may start its next call while a peer still
-// reads this one's half; the next barrier on that half is two calls away, and
-// passing it means every peer has finished the call that read it. One
-// cross-GPU barrier per call, one kernel launch, no host synchronisation.
+// The buffer is double-buffered (NOTE [double buffering] in pkb/device.cuh):
+// one cross-GPU barrier per call, one kernel launch, no host synchronisation.
 #include <pkb/device.cuh>
 #include <pkb/solution.h>
 
 namespace {
 using namespace pkb::device;
 
-__global__ void __launch_bounds__(kThreads) reducescatter_kernel(const uint4* x, uint4* own, void* const* peers,
-                                                                 size_t offset, uint4* out, int64_t n16,
-                                                                 uint32_t* const* pads, int rank, int world) {
+__global__ void __launch_bounds__(kThreads) reducescatter_kernel(const uint4* x, uint4* out, int64_t n16,
+                                                                 SymmetricView sym) {
   Share s = block_share(n16);
-  for (int p = 0; p < world; ++p) copy16(own + p * n16, x + p * n16, s);
-  block_barrier(pads, rank, world, blockIdx.x);
-  sum16_bf16(out, peers, offset + static_cast<size_t>(rank) * n16 * 16, world, s);
+  copy16_slices(sym.own, x, sym.world, n16, s);
+  sym.barrier();
+  sum16_bf16(out, sym.peers, sym.offset + static_cast<size_t>(sym.rank) * n16 * 16, sym.world, s);
 }
-
-// The half of the double-buffered symmetric buffer this call writes. Every
-// rank makes the same calls, so the parity agrees across ranks.
-size_t next_half(size_t half_bytes) {
-  static int64_t calls = 0;
-  return static_cast<size_t>(calls++ % 2) * half_bytes;
-}
-
-cudaStream_t stream_of(pkb::Context& ctx) { return static_cast<cudaStream_t>(ctx.stream()); }
-void* const* peers_of(pkb::SymmetricBuffer& b) { return b.peer_ptrs_device(); }
-uint32_t* const* pads_of(pkb::SymmetricBuffer& b) { return reinterpret_cast<uint32_t* const*>(b.signal_pads_device()); }
-uint4* mine(pkb::SymmetricBuffer& b, size_t offset) { return reinterpret_cast<uint4*>(static_cast<char*>(b.ptr()) + offset); }
 }  // namespace
 
 std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
@@ -42,12 +26,10 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   at::Tensor out = at::empty({x.size(0) / world, x.size(1)}, x.options());
   const size_t bytes = out.nbytes();
   PKB_CHECK(bytes % 16 == 0, "needs data in 16-byte units");
-  pkb::SymmetricBuffer& buf = ctx.symmetric("reducescatter_" + std::to_string(bytes), 2 * world * bytes);
-  const size_t off = next_half(world * bytes);
+  const SymmetricView sym = double_buffered(ctx, "reducescatter_" + std::to_string(bytes), world * bytes);
   const int64_t n16 = bytes / 16;
-  reducescatter_kernel<<<one_wave_blocks((n16 + kThreads - 1) / kThreads), kThreads, 0, stream_of(ctx)>>>(
-      static_cast<const uint4*>(x.data_ptr()), mine(buf, off), peers_of(buf), off,
-      static_cast<uint4*>(out.data_ptr()), n16, pads_of(buf), ctx.rank(), world);
+  reducescatter_kernel<<<blocks_for(n16), kThreads, 0, stream_of(ctx)>>>(
+      static_cast<const uint4*>(x.data_ptr()), static_cast<uint4*>(out.data_ptr()), n16, sym);
   PKB_CUDA_CHECK(cudaGetLastError());
   return {out};
 }

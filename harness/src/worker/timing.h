@@ -19,7 +19,7 @@
 //     the host's launch rate (small NCCL calls are host-bound; timed as they
 //     are enqueued they read whatever the host happened to be doing: the
 //     reference timed against itself read 0.13x-2.43x on problems 1-8, and
-//     0.93x-1.02x with the gate). The all-reduce
+//     0.99x-1.02x behind the gate, means and medians alike). The all-reduce
 //     absorbs the skew between the ranks' gate openings. A side whose call
 //     waits for the device (its priming segment, run up to twice, keeps
 //     opening by the gate's timeout) cannot be enqueued ahead; it gets a 2 ms
@@ -32,14 +32,17 @@
 //     the mean: the per-iteration samples have rare multi-ms stalls (seen
 //     mostly on `host_sync` sides, source not pinned down) that land on
 //     either side at random; one in a
-//     100-iteration segment moves a mean by 20% and more, so the reference
-//     timed against itself read 0.69x-1.26x on means where medians read
-//     0.91x-1.05x (problems 9-30, 2xH200, one run).
+//     100-iteration run moves a mean by 20% and more. Measured on 2xH200,
+//     the reference timed against itself over problems 1-30 (one run):
+//     gated sides 0.99x-1.02x on medians and means alike; the nine
+//     `host_sync` problems 0.97x-1.06x on medians but 0.68x-1.09x on means.
 //  5. A host wall clock around each timed segment, ending in a device sync,
-//     cross-checks the events (from an event before the head start to the
-//     last one): work hidden on a side stream that the current stream never
-//     waits for shows up as wall time the events did not see, and the
-//     candidate is flagged `timing_anomaly`.
+//     cross-checks the events (from an event before the gate to the last
+//     one), summed over the run: work hidden on a side stream that the
+//     current stream never waits for shows up as wall time the events did not
+//     see, and the candidate is flagged `timing_anomaly`. Per segment, one
+//     host hiccup after the last enqueue flagged correct 10-iteration
+//     segments (two false flags in one run of problems 1-30).
 //  6. The last timed outputs of both sides come from the same input group and
 //     are compared again (a candidate correct once but wrong when repeated,
 //     e.g. from a stale symmetric buffer, fails here).

@@ -148,7 +148,8 @@ class MechanismDetect : public ::testing::Test {
   static std::string missing_tools(bool need_cuobjdump = true) {
     if (tc_.nvcc.empty() || access(tc_.nvcc.c_str(), X_OK) != 0)
       return "nvcc is absent (this pkb was configured without CUDA)";
-    if (need_cuobjdump && find_cuobjdump(tc_).empty()) return "cuobjdump is absent (not beside nvcc nor on PATH)";
+    if (need_cuobjdump && find_cuobjdump(tc_).empty())
+      return "cuobjdump is absent (not in PKB_CUOBJDUMP, pkb_build.json, beside nvcc nor on PATH)";
     return "";
   }
 

@@ -107,7 +107,8 @@ Mechanisms mechanisms_from_imports(const std::vector<std::string>& symbols) {
         std::find(copies.begin(), copies.end(), s) == copies.end())
       copies.push_back(s);
   if (copies.empty()) return {};
-  return {{"copy_engine", "imports " + join(copies, ", ") + " (whether a copy reaches peer memory is not known statically)"}};
+  return {{"copy_engine",
+           "imports " + join(copies, ", ") + " (whether a copy reaches peer memory is not known statically)"}};
 }
 
 Mechanisms mechanisms_from_sass(const std::string& sass) {

@@ -60,7 +60,8 @@ void Progress::note(const std::string& line) { std::fprintf(stderr, "%s\n", line
 
 std::string summary_markdown(const std::vector<Json>& records, const std::vector<std::string>& skipped) {
   std::ostringstream os;
-  os << "| problem | sample | outcome | reference | candidate | speedup | roof ref | roof cand | mechanisms | reason |\n";
+  os << "| problem | sample | outcome | reference | candidate | speedup | roof ref | roof cand | mechanisms "
+        "| reason |\n";
   os << "|---|---:|---|---:|---:|---:|---:|---:|---|---|\n";
   std::map<std::string, int> counts;
   for (const auto& r : records) {

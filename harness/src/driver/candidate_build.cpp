@@ -93,6 +93,7 @@ CandidateToolchain CandidateToolchain::load(const std::string& build_dir) {
   CandidateToolchain tc;
   tc.cxx = j.at("cxx").get<std::string>();
   tc.nvcc = j.value("nvcc", "");
+  tc.cuobjdump = j.value("cuobjdump", "");
   tc.cxx_flags = j.at("cxx_flags").get<std::vector<std::string>>();
   tc.cuda_flags = j.value("cuda_flags", std::vector<std::string>{});
   tc.include_dirs = j.at("include_dirs").get<std::vector<std::string>>();
@@ -204,7 +205,7 @@ ImportCheck check_import_list(const std::vector<std::string>& symbols, const std
   return c;
 }
 
-ImportCheck check_imports(const std::string& so_path) {
+std::vector<std::string> imported_symbols(const std::string& so_path) {
   int st = 0;
   std::string syms = run_command("nm -D -C --undefined-only " + quote(so_path), &st);
   PKB_CHECK(st == 0, "nm failed on '", so_path, "': ", syms);
@@ -220,6 +221,13 @@ ImportCheck check_imports(const std::string& so_path) {
     if (at != std::string::npos) s = s.substr(0, at);
     symbols.push_back(s);
   }
+  return symbols;
+}
+
+ImportCheck check_imports(const std::string& so_path) {
+  std::vector<std::string> symbols = imported_symbols(so_path);
+  int st = 0;
+  std::string line;
   std::string dyn = run_command("objdump -p " + quote(so_path), &st);
   std::vector<std::string> needed;
   std::stringstream ds(dyn);

@@ -17,6 +17,7 @@ namespace pkb {
 // The compiler settings CMake recorded for candidates (build/pkb_build.json).
 struct CandidateToolchain {
   std::string cxx, nvcc;
+  std::string cuobjdump;  // empty when CMake found none (see find_cuobjdump)
   std::vector<std::string> cxx_flags, cuda_flags, include_dirs, link_flags;
   std::string cxx_version, nvcc_version;  // filled lazily
   static CandidateToolchain load(const std::string& build_dir);
@@ -44,6 +45,8 @@ struct ImportCheck {
 // Rejects a shared object that imports NCCL, c10d, MPI, the harness's
 // collective facade, or the dynamic loader (which could reach any of them).
 ImportCheck check_imports(const std::string& so_path);
+// The undefined dynamic symbols of a shared object, demangled, without @VERSION.
+std::vector<std::string> imported_symbols(const std::string& so_path);
 // The same rule on a list of imported symbols and needed libraries (for tests).
 ImportCheck check_import_list(const std::vector<std::string>& symbols, const std::vector<std::string>& needed);
 

@@ -4,6 +4,8 @@
 #include <map>
 #include <sstream>
 
+#include "driver/mechanisms.h"
+
 namespace pkb {
 
 std::string format_us(double us) {
@@ -58,8 +60,9 @@ void Progress::note(const std::string& line) { std::fprintf(stderr, "%s\n", line
 
 std::string summary_markdown(const std::vector<Json>& records, const std::vector<std::string>& skipped) {
   std::ostringstream os;
-  os << "| problem | sample | outcome | reference | candidate | speedup | roof ref | roof cand | reason |\n";
-  os << "|---|---:|---|---:|---:|---:|---:|---:|---|\n";
+  os << "| problem | sample | outcome | reference | candidate | speedup | roof ref | roof cand | mechanisms "
+        "| reason |\n";
+  os << "|---|---:|---|---:|---:|---:|---:|---:|---|---|\n";
   std::map<std::string, int> counts;
   for (const auto& r : records) {
     std::string outcome = r.value("outcome", std::string("?"));
@@ -76,10 +79,10 @@ std::string summary_markdown(const std::vector<Json>& records, const std::vector
     Json roof = r.value("roofline", Json::object());
     os << "| " << label(r) << " | " << r.value("sample", 0) << " | " << outcome << " | " << ref_t << " | " << cand_t
        << " | " << num(r, "speedup", "%.2fx") << " | " << num(roof, "reference_fraction", "%.2f") << " | "
-       << num(roof, "candidate_fraction", "%.2f") << " | "
-       << (outcome == "correct" ? "" : one_line(r.value("reason", std::string()))) << " |\n";
+       << num(roof, "candidate_fraction", "%.2f") << " | " << mechanisms_brief(r.value("mechanisms", Json()))
+       << " | " << (outcome == "correct" ? "" : one_line(r.value("reason", std::string()))) << " |\n";
   }
-  for (const auto& s : skipped) os << "| " << one_line(s, 60) << " | | skipped | | | | | | |\n";
+  for (const auto& s : skipped) os << "| " << one_line(s, 60) << " | | skipped | | | | | | | |\n";
   os << "\n" << records.size() << " evaluations:";
   bool first = true;
   for (const auto& [k, v] : counts) {
@@ -88,6 +91,11 @@ std::string summary_markdown(const std::vector<Json>& records, const std::vector
   }
   if (!skipped.empty()) os << "; " << skipped.size() << " skipped";
   os << "\n";
+  bool any_mechanisms = false;
+  for (const auto& r : records) any_mechanisms |= r.contains("mechanisms");
+  if (any_mechanisms)
+    os << "\nmechanisms (static, from the .so; evidence in each record): ce copy engine (cudaMemcpy* imported), "
+          "ldst SM loads/stores, tma TMA bulk copies, nvls NVLink SHARP multimem, ? not read\n";
   return os.str();
 }
 

@@ -21,6 +21,7 @@
 #include "driver/candidate_build.h"
 #include "driver/commands.h"
 #include "driver/evaluation.h"
+#include "driver/mechanisms.h"
 #include "driver/plan.h"
 #include "driver/report.h"
 
@@ -37,6 +38,7 @@ struct Settings {
   std::string run_name, solutions_label;
   Topology topology;
   std::string work_dir;
+  std::string cuobjdump;  // empty: none found (records say "unknown")
 };
 
 int visible_gpus() {
@@ -173,10 +175,19 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
     r["finished_at"] = utc_timestamp();
     return r;
   };
+  // Only candidates get "mechanisms": a reference record's data moves through
+  // NCCL inside libtorch, whose choice of mechanism is made at run time and is
+  // not in a shared object pkb built.
   if (build) {
     r["build"] = {{"ok", build->ok}, {"cached", build->cached}, {"seconds", build->seconds}, {"key", build->key}};
     if (!build->log.empty()) r["build"]["log"] = build->log;
     if (!build->ok) return finish(Outcome::kCompileError, "compile failed:\n" + build->log);
+    // Informative only: naming mechanisms never decides an outcome.
+    try {
+      r["mechanisms"] = mechanisms_json(detect_mechanisms(build->so_path, s.cuobjdump));
+    } catch (const std::exception& e) {
+      r["mechanisms"] = mechanisms_json({{"unknown", std::string("detection failed: ") + e.what()}});
+    }
     ImportCheck ic = check_imports(build->so_path);
     if (!ic.ok) {
       r["forbidden_imports"] = ic.offending;
@@ -299,6 +310,7 @@ int cmd_run(const RunOptions& opts) {
 
   // Phase: build every candidate (in parallel, cached).
   auto builds = build_all(s, todo, progress);
+  if (!builds.empty()) s.cuobjdump = find_cuobjdump(CandidateToolchain::load(bdir));
 
   // Phase: evaluate, recording each result as soon as it exists.
   std::vector<Json> records;

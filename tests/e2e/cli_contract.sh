@@ -4,13 +4,7 @@ set -u
 pkb=$1 dir=$2
 rm -rf "$dir" && mkdir -p "$dir"
 fail=0
-expect() {  # expect CODE DESCRIPTION -- command...
-  local code=$1 what=$2; shift 3
-  "$@" >"$dir/out.txt" 2>&1
-  local rc=$?
-  if [ "$rc" != "$code" ]; then echo "FAIL: $what: exit $rc, expected $code"; cat "$dir/out.txt"; fail=1
-  else echo "ok: $what (exit $rc)"; fi
-}
+. "$(dirname "$0")/lib.sh"
 expect 2 "unknown flag" -- "$pkb" run --device cpu --bogus
 expect 2 "unknown subcommand" -- "$pkb" frobnicate
 expect 2 "bad device" -- "$pkb" run --device tpu

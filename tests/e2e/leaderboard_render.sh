@@ -7,18 +7,14 @@
 set -u
 pkb=$1 dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 . "$here/synthetic.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 width=1600 height=1000
 browser=${PKB_CHROMIUM:-chromium}
-if ! command -v "$browser" >/dev/null; then
-  if [ -n "${CI:-}" ]; then
-    echo "FAIL: '$browser' not found and CI is set (scripts/setup installs the Debian package chromium)"
-    exit 1
-  fi
-  echo "SKIPPED: '$browser' not found (apt-get install chromium to run this test)"
-  exit 77
-fi
+command -v "$browser" >/dev/null ||
+  missing_tool "'$browser' not found" "scripts/setup installs the Debian package chromium" \
+    "apt-get install chromium to run this test"
 
 # screenshot PAGE PNG WIDTH HEIGHT: the page as the browser shows it, network off.
 screenshot() {

@@ -8,20 +8,16 @@
 set -u
 pkb=$1 dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 . "$here/synthetic.sh"
 rm -rf "$dir" && mkdir -p "$dir"
 py=""
 for cand in ${PKB_PYTHON:-} python3 "${PKB_VENV:-$HOME/.cache/pkb/venv}/bin/python"; do
   if "$cand" -c 'import matplotlib' >/dev/null 2>&1; then py=$cand; break; fi
 done
-if [ -z "$py" ]; then
-  if [ -n "${CI:-}" ]; then
-    echo "FAIL: no python with matplotlib and CI is set (scripts/setup installs it into the venv)"
-    exit 1
-  fi
-  echo "SKIPPED: no python with matplotlib (run scripts/setup, or pip install matplotlib)"
-  exit 77
-fi
+[ -n "$py" ] ||
+  missing_tool "no python with matplotlib" "scripts/setup installs it into the venv" \
+    "run scripts/setup, or pip install matplotlib"
 
 synthetic_scores "$pkb" "$dir" >"$dir/score.log" 2>&1 || { echo "FAIL: pkb score"; cat "$dir/score.log"; exit 1; }
 "$py" "$here/../../scripts/plot_leaderboard.py" "$dir/scores.json" --out-dir "$dir/plots" ||

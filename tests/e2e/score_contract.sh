@@ -5,13 +5,7 @@ set -u
 pkb=$1 dir=$2
 rm -rf "$dir" && mkdir -p "$dir"
 fail=0
-expect() {  # expect CODE DESCRIPTION -- command...
-  local code=$1 what=$2; shift 3
-  "$@" >"$dir/out.txt" 2>&1
-  local rc=$?
-  if [ "$rc" != "$code" ]; then echo "FAIL: $what: exit $rc, expected $code"; cat "$dir/out.txt"; fail=1
-  else echo "ok: $what (exit $rc)"; fi
-}
+. "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/synthetic.sh"
 { rec modelA 1 0 correct 2.0; rec modelA 1 1 correct 0.5; rec modelA 2 0 output_mismatch; } >"$dir/shard0.jsonl"
 { rec modelA 3 0 correct 1.5; rec modelA 4 0 harness_error; } >"$dir/shard1.jsonl"

@@ -37,12 +37,6 @@ std::string content_hash(const std::string& s) {
   return os.str();
 }
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 void mkdirs(const std::string& path) {
   std::string cur;
   std::stringstream ss(path);
@@ -65,6 +59,12 @@ std::string trim_log(const std::string& log, size_t max = 8000) {
 }
 
 }  // namespace
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 
 std::string run_command(const std::string& cmd, int* status, double timeout_s) {
   std::string full = timeout_s > 0 ? "timeout -k 5 " + std::to_string(static_cast<int>(timeout_s)) + " " + cmd : cmd;
@@ -124,22 +124,22 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   }
   std::string compiler = use_nvcc ? tc.nvcc : tc.cxx;
   std::ostringstream flags;
-  for (const auto& f : use_nvcc ? tc.cuda_flags : tc.cxx_flags) flags << " " << quote(f);
-  for (const auto& d : tc.include_dirs) flags << " -I" << quote(d);
+  for (const auto& f : use_nvcc ? tc.cuda_flags : tc.cxx_flags) flags << " " << shell_quote(f);
+  for (const auto& d : tc.include_dirs) flags << " -I" << shell_quote(d);
   std::ostringstream link;
   for (const auto& f : tc.link_flags) {
     if (use_nvcc && f.rfind("-Wl,", 0) == 0) {
       // nvcc has no -Wl: pass each comma-separated piece with -Xlinker.
       std::stringstream parts(f.substr(4));
       std::string part;
-      while (std::getline(parts, part, ',')) link << " -Xlinker " << quote(part);
+      while (std::getline(parts, part, ',')) link << " -Xlinker " << shell_quote(part);
     } else {
-      link << " " << quote(f);
+      link << " " << shell_quote(f);
     }
   }
 
   int st = 0;
-  std::string version = run_command(quote(compiler) + " --version", &st);
+  std::string version = run_command(shell_quote(compiler) + " --version", &st);
   res.key = content_hash(src + "\n" + compiler + flags.str() + link.str() + "\n" + version);
   std::string dir = cache_dir() + "/" + res.key;
   res.so_path = dir + "/candidate.so";
@@ -162,7 +162,8 @@ BuildResult build_candidate(const std::string& source, const std::string& device
     o << src;
   }
   std::string tmp_so = dir + "/candidate.so.tmp." + std::to_string(getpid());
-  std::string cmd = quote(compiler) + flags.str() + " -o " + quote(tmp_so) + " " + quote(copy) + link.str();
+  std::string cmd =
+      shell_quote(compiler) + flags.str() + " -o " + shell_quote(tmp_so) + " " + shell_quote(copy) + link.str();
   std::string out = run_command(cmd, &st, timeout_s);
   {
     std::ofstream lf(log_path);
@@ -207,7 +208,7 @@ ImportCheck check_import_list(const std::vector<std::string>& symbols, const std
 
 std::vector<std::string> imported_symbols(const std::string& so_path) {
   int st = 0;
-  std::string syms = run_command("nm -D -C --undefined-only " + quote(so_path), &st);
+  std::string syms = run_command("nm -D -C --undefined-only " + shell_quote(so_path), &st);
   PKB_CHECK(st == 0, "nm failed on '", so_path, "': ", syms);
   std::vector<std::string> symbols;
   std::stringstream ss(syms);
@@ -228,7 +229,7 @@ ImportCheck check_imports(const std::string& so_path) {
   std::vector<std::string> symbols = imported_symbols(so_path);
   int st = 0;
   std::string line;
-  std::string dyn = run_command("objdump -p " + quote(so_path), &st);
+  std::string dyn = run_command("objdump -p " + shell_quote(so_path), &st);
   std::vector<std::string> needed;
   std::stringstream ds(dyn);
   while (std::getline(ds, line)) {

@@ -52,5 +52,7 @@ ImportCheck check_import_list(const std::vector<std::string>& symbols, const std
 
 std::string cache_dir();
 std::string run_command(const std::string& cmd, int* status, double timeout_s = 0);
+// `s` as one single-quoted word for the shell run_command() starts.
+std::string shell_quote(const std::string& s);
 
 }  // namespace pkb

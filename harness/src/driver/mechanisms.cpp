@@ -19,12 +19,6 @@ const std::vector<std::string> kOrder = {"copy_engine", "sm_load_store", "tma", 
 constexpr size_t kMaxKernelsNamed = 3;
 constexpr double kToolTimeoutS = 120;
 
-std::string quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
@@ -91,7 +85,7 @@ const char* sass_mechanism(const std::string& base) {
 
 bool has_device_code(const std::string& so_path) {
   int st = 0;
-  std::string sections = run_command("objdump -h " + quote(so_path), &st, kToolTimeoutS);
+  std::string sections = run_command("objdump -h " + shell_quote(so_path), &st, kToolTimeoutS);
   PKB_CHECK(st == 0, "objdump -h failed on '", so_path, "': ", sections);
   return sections.find(".nv_fatbin") != std::string::npos;
 }
@@ -201,8 +195,9 @@ Mechanisms detect_mechanisms(const std::string& so_path, const std::string& cuob
                                  "its kernels' mechanisms were not read"}});
   } else if (device) {
     int st_sass = 0, st_ptx = 0;
-    std::string sass = run_command(quote(cuobjdump) + " -sass " + quote(so_path), &st_sass, kToolTimeoutS);
-    std::string ptx = run_command(quote(cuobjdump) + " -ptx " + quote(so_path), &st_ptx, kToolTimeoutS);
+    const std::string tool = shell_quote(cuobjdump), so = shell_quote(so_path);
+    std::string sass = run_command(tool + " -sass " + so, &st_sass, kToolTimeoutS);
+    std::string ptx = run_command(tool + " -ptx " + so, &st_ptx, kToolTimeoutS);
     if (st_sass != 0 || st_ptx != 0) {
       std::string out = st_sass != 0 ? sass : ptx;
       if (out.size() > 300) out = out.substr(0, 300) + "...";

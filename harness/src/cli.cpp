@@ -18,6 +18,11 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
       ->capture_default_str();
   run->add_option("--nproc", o->nproc, "Ranks, one process each (default: every GPU for cuda, 2 for cpu)")
       ->check(CLI::Range(1, 1024));
+  run->add_option("--ranks-per-gpu", o->ranks_per_gpu,
+                  "cuda: ranks per GPU, placed round-robin on ceil(nproc/K) GPUs; K > 1 shares GPUs (Gloo and CUDA "
+                  "IPC buffers, correctness only, records say shared_gpu). Default 0: one per GPU, or shared "
+                  "automatically (with a warning) when nproc exceeds the visible GPUs")
+      ->check(CLI::Range(0, 1024));
   run->add_option("--problems", o->problems, "Selection: all, ids, ranges, slugs; comma-separated; !X excludes (1-8,12,allreduce or all,!15)")
       ->capture_default_str();
   run->add_option("--solutions", o->solutions,
@@ -58,6 +63,10 @@ void add_golden(CLI::App& app, Cli& cli, std::shared_ptr<GoldenOptions> o) {
   g->add_option("dir", o->dir, "Fixture folder (../shared/golden)")->required();
   g->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   g->add_option("--problems", o->problems, "Selection, as for run")->capture_default_str();
+  g->add_option("--ranks-per-gpu", o->ranks_per_gpu,
+                "cuda: as for run; each fixture runs at the world size it was recorded at, ranks sharing GPUs "
+                "when there are fewer GPUs than that")
+      ->check(CLI::Range(0, 1024));
   g->add_option("--out", o->out, "Write one JSONL record per replayed file (must not exist)");
   g->add_option("--timeout", o->timeout_s, "Seconds per problem")->check(CLI::PositiveNumber)->capture_default_str();
   g->add_option("--work-dir", o->work_dir, "Rank logs (default /tmp/pkb-golden-PID)");
@@ -76,6 +85,9 @@ void add_score(CLI::App& app, Cli& cli, std::shared_ptr<ScoreOptions> o) {
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  s->add_flag("--mixed-speed", o->mixed_speed,
+              "Count speedups timed on CPU or with ranks sharing a GPU (they do not measure NVLink; by default "
+              "such samples count for pass@k but not for fast_p or the geomean)");
   s->callback([&cli, o] { cli.action = [o] { return cmd_score(*o); }; });
 }
 
@@ -86,6 +98,8 @@ void add_leaderboard(CLI::App& app, Cli& cli, std::shared_ptr<LeaderboardOptions
       ->check(CLI::IsMember({"md", "csv", "tex", "html"}))
       ->capture_default_str();
   l->add_option("--out", o->out, "Write here (must not exist). Default: standard output");
+  l->add_flag("--mixed-speed", o->mixed_speed,
+              "Accept scores made with pkb score --mixed-speed (speedups not measured on one GPU per rank)");
   l->callback([&cli, o] { cli.action = [o] { return cmd_leaderboard(*o); }; });
 }
 

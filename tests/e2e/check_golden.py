@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Checks a `pkb golden --out` JSONL against expectations per rank.
 
-usage: check_golden.py RESULTS.jsonl --expect RANK=OUTCOME[:MISMATCHES] ...
+usage: check_golden.py RESULTS.jsonl --expect [wW_tT/]RANK=OUTCOME[:MISMATCHES] ...
 
 RANK=match                 the rank's fixture matches
 RANK=output_mismatch:1     the rank mismatches on exactly one element in all
+w3_t1/2=match              rank 2 of the set recorded at world size 3, trial 1
+                           (a bare RANK means w2_t0)
 """
 import argparse
 import json
@@ -17,12 +19,16 @@ def main():
     ap.add_argument("--expect", action="append", default=[])
     a = ap.parse_args()
     rows = [json.loads(line) for line in open(a.results) if line.strip()]
-    by_rank = {r["rank"]: r for r in rows}
+    by_key = {f"w{r['world_size']}_t{r.get('trial', 0)}/{r['rank']}": r for r in rows}
     failures = []
+    if len(by_key) != len(rows):
+        failures.append("some (world, trial, rank) is recorded more than once")
     for e in a.expect:
         rank, want = e.split("=", 1)
+        if "/" not in rank:
+            rank = "w2_t0/" + rank
         outcome, _, count = want.partition(":")
-        r = by_rank.get(int(rank))
+        r = by_key.get(rank)
         if r is None:
             failures.append(f"rank {rank}: no record")
             continue
@@ -32,8 +38,8 @@ def main():
             got = sum(o.get("mismatches", 0) for o in r.get("compare", {}).get("outputs", []))
             if got != int(count):
                 failures.append(f"rank {rank}: {got} mismatched elements, expected {count}")
-    if len(by_rank) != len(a.expect):
-        failures.append(f"{len(by_rank)} ranks recorded, {len(a.expect)} expected")
+    if len(by_key) != len(a.expect):
+        failures.append(f"{len(by_key)} ranks recorded, {len(a.expect)} expected")
     for f in failures:
         print("FAIL:", f)
     print(f"{len(a.expect) - len(failures)} of {len(a.expect)} expectations hold" if not failures else "")

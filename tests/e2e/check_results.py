@@ -9,6 +9,7 @@ usage: check_results.py RESULTS.jsonl --expect SAMPLE=OUTCOME ... [--count N]
 --count N                  exactly N records
 --times                    every correct record has positive reference and candidate times
 --no-survivors             no worker process of any record is still alive
+--shared-gpu               every record says its ranks shared a GPU (shared_gpu: true)
 """
 import argparse
 import json
@@ -24,6 +25,7 @@ def main():
     ap.add_argument("--count", type=int)
     ap.add_argument("--times", action="store_true")
     ap.add_argument("--no-survivors", action="store_true")
+    ap.add_argument("--shared-gpu", action="store_true")
     a = ap.parse_args()
 
     records = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -55,6 +57,10 @@ def main():
             t = r.get("times", {})
             if not (t.get("reference_us", 0) > 0 and t.get("candidate_us", 0) > 0):
                 failures.append(f"problem {r['problem_id']}: correct but no times: {t}")
+    if a.shared_gpu:
+        for r in records:
+            if r.get("shared_gpu") is not True:
+                failures.append(f"problem {r['problem_id']} sample {r['sample']}: shared_gpu is {r.get('shared_gpu')}")
     if a.no_survivors:
         for r in records:
             for p in r.get("process", {}).get("ranks", []):

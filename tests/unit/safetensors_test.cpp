@@ -76,5 +76,41 @@ TEST(Golden, FlattensArgumentsInOrder) {
   unlink(p.c_str());
 }
 
+// A fixture file whose metadata records (world, rank, trial).
+void write_fixture(const std::string& dir, const std::string& name, int world, int rank, int trial) {
+  std::string meta = "{\\\"problem\\\": 1, \\\"world_size\\\": " + std::to_string(world) + ", \\\"rank\\\": " +
+                     std::to_string(rank) + ", \\\"trial\\\": " + std::to_string(trial) +
+                     ", \\\"inputs\\\": {\\\"list\\\": []}, \\\"outputs\\\": {\\\"list\\\": []}}";
+  std::string header = "{\"__metadata__\":{\"pkb\":\"" + meta + "\"}}";
+  std::ofstream f(dir + "/" + name, std::ios::binary);
+  uint64_t n = header.size();
+  f.write(reinterpret_cast<const char*>(&n), 8);
+  f << header;
+}
+
+TEST(Golden, SetsGroupEveryWorldSizeAndTrialAndNameWhatIsWrong) {
+  std::string dir = testing::TempDir() + "/pkb_golden_sets_" + std::to_string(getpid());
+  ASSERT_EQ(system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
+  write_fixture(dir, "w2_r0_t0.safetensors", 2, 0, 0);
+  write_fixture(dir, "w2_r1_t0.safetensors", 2, 1, 0);
+  write_fixture(dir, "w3_r0_t1.safetensors", 3, 0, 1);
+  write_fixture(dir, "w3_r2_t1.safetensors", 3, 2, 1);  // rank 1 missing
+  write_fixture(dir, "w2_r0_t4.safetensors", 2, 0, 4);
+  write_fixture(dir, "w2_r1_t4.safetensors", 2, 1, 3);  // name and metadata disagree
+  write_fixture(dir, "notes.txt", 2, 0, 0);              // not a fixture name: ignored
+  std::vector<GoldenSet> sets = golden_sets(dir);
+  ASSERT_EQ(sets.size(), 3u);
+  EXPECT_EQ(sets[0].world, 2);
+  EXPECT_EQ(sets[0].trial, 0);
+  EXPECT_TRUE(sets[0].problem.empty()) << sets[0].problem;
+  EXPECT_EQ(sets[0].files, (std::vector<std::string>{dir + "/w2_r0_t0.safetensors", dir + "/w2_r1_t0.safetensors"}));
+  EXPECT_EQ(sets[1].trial, 4);
+  EXPECT_NE(sets[1].problem.find("records world 2, rank 1, trial 3"), std::string::npos) << sets[1].problem;
+  EXPECT_EQ(sets[2].world, 3);
+  EXPECT_EQ(sets[2].trial, 1);
+  EXPECT_NE(sets[2].problem.find("no file for rank 1"), std::string::npos) << sets[2].problem;
+  ASSERT_EQ(system(("rm -rf '" + dir + "'").c_str()), 0);
+}
+
 }  // namespace
 }  // namespace pkb

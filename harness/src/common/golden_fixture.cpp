@@ -1,5 +1,11 @@
 #include "common/golden_fixture.h"
 
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "common/safetensors.h"
@@ -72,6 +78,7 @@ GoldenFixture load_golden(const std::string& path) {
   g.problem_id = meta.at("problem").get<int>();
   g.world_size = meta.at("world_size").get<int>();
   g.rank = meta.at("rank").get<int>();
+  g.trial = meta.value("trial", 0);
   g.m = meta.value("m", 0);
   g.n = meta.value("n", 0);
   std::vector<Arg> args;
@@ -88,6 +95,59 @@ GoldenFixture load_golden(const std::string& path) {
     }
   }
   return g;
+}
+
+std::vector<GoldenSet> golden_sets(const std::string& dir) {
+  std::map<std::pair<int, int>, GoldenSet> sets;
+  std::map<std::pair<int, int>, std::vector<bool>> named;  // a file of that rank exists (usable or not)
+  DIR* d = opendir(dir.c_str());
+  if (!d) return {};
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) names.push_back(e->d_name);
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    int w = 0, r = 0, t = 0;
+    char tail[32] = {0};
+    if (std::sscanf(name.c_str(), "w%d_r%d_t%d%31s", &w, &r, &t, tail) != 4 || std::string(tail) != ".safetensors" ||
+        name != golden_file_name(w, r, t) || w < 1)
+      continue;
+    GoldenSet& s = sets[{w, t}];
+    s.world = w;
+    s.trial = t;
+    if (static_cast<int>(s.files.size()) < w) s.files.resize(w);
+    auto& seen = named[{w, t}];
+    seen.resize(w);
+    if (r < w) seen[r] = true;
+    std::string path = dir + "/" + name;
+    std::string why;
+    try {
+      auto md = read_safetensors_metadata(path);
+      auto it = md.find("pkb");
+      PKB_CHECK(it != md.end(), "no 'pkb' metadata entry");
+      OJson meta = OJson::parse(it->second);
+      int mw = meta.at("world_size").get<int>(), mr = meta.at("rank").get<int>(), mt = meta.value("trial", 0);
+      if (mw != w || mr != r || mt != t)
+        why = name + " records world " + std::to_string(mw) + ", rank " + std::to_string(mr) + ", trial " +
+              std::to_string(mt);
+    } catch (const std::exception& e) {
+      why = name + ": " + e.what();
+    }
+    if (r >= w) why = name + ": rank " + std::to_string(r) + " outside world " + std::to_string(w);
+    if (!why.empty()) {
+      s.problem += (s.problem.empty() ? "" : "; ") + why;
+      continue;
+    }
+    s.files[r] = path;
+  }
+  std::vector<GoldenSet> out;
+  for (auto& [key, s] : sets) {
+    for (int r = 0; r < s.world; ++r)
+      if (!named[key][r])
+        s.problem += (s.problem.empty() ? "" : "; ") + ("no file for rank " + std::to_string(r));
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace pkb

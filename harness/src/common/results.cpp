@@ -74,6 +74,10 @@ void write_file_atomic(const std::string& path, const std::string& text, bool ov
   PKB_CHECK(rename(tmp.c_str(), path.c_str()) == 0, "rename to '", path, "': ", strerror(errno));
 }
 
+bool speed_is_measured(const Json& record) {
+  return record.value("device", std::string()) == "cuda" && !record.value("shared_gpu", false);
+}
+
 bool file_exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;

@@ -48,6 +48,11 @@ std::set<std::string> record_keys(const std::string& path);
 // replace an existing file unless `overwrite`.
 void write_file_atomic(const std::string& path, const std::string& text, bool overwrite);
 
+// Whether a record's times measure the machine's GPU path: one GPU per rank
+// (device "cuda", not shared_gpu). CPU runs and ranks sharing a GPU time Gloo
+// and host memory, not NVLink (NOTE [ranks sharing a GPU]).
+bool speed_is_measured(const Json& record);
+
 bool file_exists(const std::string& path);
 std::string utc_timestamp();
 

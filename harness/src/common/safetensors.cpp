@@ -24,8 +24,9 @@ at::ScalarType dtype_of(const std::string& s, const std::string& path) {
 
 }  // namespace
 
-SafetensorsFile read_safetensors(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+namespace {
+
+nlohmann::json read_header(std::ifstream& f, const std::string& path) {
   PKB_CHECK(f.good(), "cannot open '", path, "'");
   uint64_t header_len = 0;
   f.read(reinterpret_cast<char*>(&header_len), 8);
@@ -33,10 +34,26 @@ SafetensorsFile read_safetensors(const std::string& path) {
   std::string header(header_len, '\0');
   f.read(header.data(), static_cast<std::streamsize>(header_len));
   PKB_CHECK(f.good(), path, ": truncated header");
-  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-
   auto j = nlohmann::json::parse(header, nullptr, false);
   PKB_CHECK(!j.is_discarded() && j.is_object(), path, ": header is not a JSON object");
+  return j;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  nlohmann::json j = read_header(f, path);
+  std::map<std::string, std::string> out;
+  if (j.contains("__metadata__"))
+    for (auto& [k, mv] : j["__metadata__"].items()) out[k] = mv.get<std::string>();
+  return out;
+}
+
+SafetensorsFile read_safetensors(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  nlohmann::json j = read_header(f, path);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   SafetensorsFile out;
   for (auto& [name, v] : j.items()) {
     if (name == "__metadata__") {

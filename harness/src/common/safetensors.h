@@ -17,5 +17,7 @@ struct SafetensorsFile {
 
 // Throws pkb::Error naming the file on any malformed content.
 SafetensorsFile read_safetensors(const std::string& path);
+// The __metadata__ entries alone (reads only the header).
+std::map<std::string, std::string> read_safetensors_metadata(const std::string& path);
 
 }  // namespace pkb

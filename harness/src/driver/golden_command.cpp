@@ -1,5 +1,6 @@
 // `pkb golden DIR`: replay recorded inputs through the C++ references and
-// compare with the recorded outputs (DESIGN.md §8), one launch per problem.
+// compare with the recorded outputs (DESIGN.md §8): every recorded file, each
+// (world size, trial) set in one launch at the world size it was recorded at.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "common/topology_io.h"
 #include "driver/commands.h"
 #include "driver/evaluation.h"
+#include "driver/gpu_placement.h"
 #include "driver/problem_catalog.h"
 #include "driver/report.h"
 
@@ -31,20 +33,6 @@ std::string fixture_dir(const std::string& dir, const ProblemInfo& p) {
   return "";
 }
 
-// World sizes recorded in a fixture folder (files w{W}_r0_t0.safetensors).
-std::vector<int> recorded_worlds(const std::string& dir) {
-  std::vector<int> worlds;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return worlds;
-  while (dirent* e = readdir(d)) {
-    int w = 0;
-    if (std::sscanf(e->d_name, "w%d_", &w) == 1 && w > 0 && e->d_name == golden_file_name(w, 0))
-      worlds.push_back(w);
-  }
-  closedir(d);
-  return worlds;
-}
-
 }  // namespace
 
 int cmd_golden(const GoldenOptions& o) {
@@ -60,13 +48,20 @@ int cmd_golden(const GoldenOptions& o) {
   std::ostringstream table;
   table << "| problem | rank | fixture | result | max abs err | mismatches | reason |\n";
   table << "|---|---:|---|---|---:|---:|---|\n";
+  auto clean = [](std::string reason) {
+    for (auto& c : reason)
+      if (c == '\n' || c == '|') c = ' ';
+    return reason.substr(0, 200);
+  };
+  const int gpus = o.device == "cuda" ? visible_gpus() : 0;
+  if (o.device != "cuda") PKB_CHECK(o.ranks_per_gpu == 0, "--ranks-per-gpu applies to --device cuda only");
   int replayed = 0, matched = 0, missing = 0;
-  bool harness_error = false;
+  bool harness_error = false, warned_shared = false;
   for (int id : ids) {
     const ProblemInfo& p = catalog.by_id(id);
     std::string dir = fixture_dir(o.dir, p);
-    std::vector<int> worlds = dir.empty() ? std::vector<int>{} : recorded_worlds(dir);
-    if (worlds.empty()) {
+    std::vector<GoldenSet> sets = dir.empty() ? std::vector<GoldenSet>{} : golden_sets(dir);
+    if (sets.empty()) {
       ++missing;
       table << "| " << p.folder_name() << " | | | no fixture | | | |\n";
       continue;
@@ -75,15 +70,31 @@ int cmd_golden(const GoldenOptions& o) {
       table << "| " << p.folder_name() << " | | | skipped | | | cannot run on CPU: " << p.spec.cpu_skip_reason << " |\n";
       continue;
     }
-    for (int world : worlds) {
+    for (const GoldenSet& set : sets) {
+      const std::string stem = "w" + std::to_string(set.world) + "_t" + std::to_string(set.trial);
+      if (!set.problem.empty()) {
+        // An incomplete or inconsistent recording is the fixture's fault: reported, not replayed.
+        harness_error = true;
+        table << "| " << p.folder_name() << " | | " << stem << " | bad fixture | | | " << clean(set.problem) << " |\n";
+        std::fprintf(stderr, "%s %s: bad fixture: %s\n", p.folder_name().c_str(), stem.c_str(), set.problem.c_str());
+        continue;
+      }
       EvalRequest req;
-      req.world = world;
+      req.world = set.world;
       req.timeout_s = o.timeout_s;
-      req.eval_dir = work + "/" + p.folder_name() + "_w" + std::to_string(world);
-      req.job = {{"mode", "golden"},      {"problem_lib", p.lib_path}, {"device", o.device},
-                 {"golden_dir", dir},     {"topology", to_json(topo)}};
+      req.eval_dir = work + "/" + p.folder_name() + "_" + stem;
+      req.job = {{"mode", "golden"},       {"problem_lib", p.lib_path}, {"device", o.device},
+                 {"golden_files", set.files}, {"topology", to_json(topo)}};
+      bool shared = false;
+      if (o.device == "cuda") {
+        GpuPlacement pl = place_ranks(set.world, gpus, o.ranks_per_gpu);
+        if (!pl.warning.empty() && !warned_shared) std::fprintf(stderr, "%s\n", pl.warning.c_str());
+        warned_shared |= !pl.warning.empty();
+        add_placement(req.job, pl);
+        shared = pl.shared;
+      }
       EvalResult e = run_evaluation(req);
-      for (int r = 0; r < world; ++r) {
+      for (int r = 0; r < set.world; ++r) {
         const Json& rj = e.ranks[r];
         std::string outcome = rj.value("outcome", outcome_name(e.outcome));
         std::string reason = rj.contains("outcome") ? rj.value("reason", "") : e.reason;
@@ -98,23 +109,24 @@ int cmd_golden(const GoldenOptions& o) {
         ++replayed;
         matched += ok;
         harness_error |= outcome == "harness_error";
-        std::string file = golden_file_name(world, r);
-        for (auto& c : reason)
-          if (c == '\n' || c == '|') c = ' ';
+        std::string file = golden_file_name(set.world, r, set.trial);
         char err[32];
         std::snprintf(err, sizeof(err), "%.3g", max_abs);
         table << "| " << p.folder_name() << " | " << r << " | " << file << " | " << (ok ? "match" : outcome)
-              << " | " << err << " | " << mism << " | " << reason.substr(0, 200) << " |\n";
-        std::fprintf(stderr, "%s rank %d: %s\n", p.folder_name().c_str(), r, ok ? "match" : (outcome + ": " + reason).c_str());
+              << " | " << err << " | " << mism << " | " << clean(reason) << " |\n";
+        std::fprintf(stderr, "%s %s rank %d: %s\n", p.folder_name().c_str(), stem.c_str(), r,
+                     ok ? "match" : (outcome + ": " + reason).c_str());
         if (writer) {
           Json rec = {{"schema_version", kResultSchemaVersion},
                       {"kind", "golden"},
                       {"problem_id", p.spec.id},
                       {"slug", p.spec.slug},
-                      {"world_size", world},
+                      {"world_size", set.world},
+                      {"trial", set.trial},
                       {"rank", r},
                       {"device", o.device},
-                      {"fixture", dir + "/" + file},
+                      {"shared_gpu", shared},
+                      {"fixture", set.files[r]},
                       {"outcome", ok ? "match" : outcome},
                       {"reason", reason},
                       {"compare", rj.value("compare", Json::object())},

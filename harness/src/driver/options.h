@@ -9,6 +9,7 @@ namespace pkb {
 struct RunOptions {
   std::string device = "auto";   // auto | cpu | cuda (auto: cuda when GPUs are visible)
   int nproc = 0;                 // 0: every visible GPU (cuda) or 2 (cpu)
+  int ranks_per_gpu = 0;         // cuda: 0 automatic; K: ceil(nproc/K) GPUs (NOTE [ranks sharing a GPU])
   std::string problems = "all";
   std::string solutions = "reference";  // a folder, or "reference"
   std::string name;              // the model/run name in records (default: folder name)
@@ -33,6 +34,7 @@ struct RunOptions {
 struct GoldenOptions {
   std::string dir;
   std::string device = "cpu";
+  int ranks_per_gpu = 0;         // as for run; each fixture runs at its recorded world size
   std::string problems = "all";
   std::string out;
   double timeout_s = 120;
@@ -44,12 +46,14 @@ struct ScoreOptions {
   std::string out;                  // scores JSON; empty: stdout
   std::vector<int> k = {1, 3};
   std::vector<double> p = {0, 0.5, 1, 1.5, 2, 3};
+  bool mixed_speed = false;  // see ScoreSettings::mixed_speed
 };
 
 struct LeaderboardOptions {
   std::vector<std::string> inputs;  // scores JSON files
   std::string format = "md";        // md | csv | tex | html
   std::string out;                  // empty: stdout
+  bool mixed_speed = false;         // accept scores made with --mixed-speed
 };
 
 struct MergeOptions {

@@ -30,6 +30,9 @@ std::string one_line(std::string s, size_t max = 100) {
   return s.size() > max ? s.substr(0, max - 3) + "..." : s;
 }
 
+// After a speedup whose times do not measure the GPU path (speed_is_measured()).
+constexpr const char* kUnmeasuredMark = "†";
+
 std::string label(const Json& r) {
   char buf[16];
   std::snprintf(buf, sizeof(buf), "%02d_", r.value("problem_id", 0));
@@ -46,7 +49,8 @@ void Progress::finished(const Json& r) {
   os << "[" << done_ << "/" << total_ << "] " << label(r);
   if (r.value("sample", 0) > 0) os << " #" << r.value("sample", 0);
   os << "  " << r.value("outcome", std::string("?"));
-  if (r.contains("speedup") && r["speedup"].is_number()) os << "  " << fmt("%.2fx", r["speedup"].get<double>());
+  if (r.contains("speedup") && r["speedup"].is_number())
+    os << "  " << fmt("%.2fx", r["speedup"].get<double>()) << (speed_is_measured(r) ? "" : kUnmeasuredMark);
   if (r.contains("roofline") && r["roofline"].contains("candidate_fraction") &&
       r["roofline"]["candidate_fraction"].is_number())
     os << "  " << fmt("%.2f roof", r["roofline"]["candidate_fraction"].get<double>());
@@ -64,6 +68,7 @@ std::string summary_markdown(const std::vector<Json>& records, const std::vector
         "| reason |\n";
   os << "|---|---:|---|---:|---:|---:|---:|---:|---|---|\n";
   std::map<std::string, int> counts;
+  bool unmeasured = false;
   for (const auto& r : records) {
     std::string outcome = r.value("outcome", std::string("?"));
     ++counts[outcome];
@@ -77,9 +82,11 @@ std::string summary_markdown(const std::vector<Json>& records, const std::vector
       if (t.contains("candidate_us") && t["candidate_us"].is_number()) cand_t = format_us(t["candidate_us"].get<double>());
     }
     Json roof = r.value("roofline", Json::object());
+    const std::string mark = speed_is_measured(r) ? "" : kUnmeasuredMark;
+    unmeasured |= !mark.empty() && r.contains("speedup");
     os << "| " << label(r) << " | " << r.value("sample", 0) << " | " << outcome << " | " << ref_t << " | " << cand_t
-       << " | " << num(r, "speedup", "%.2fx") << " | " << num(roof, "reference_fraction", "%.2f") << " | "
-       << num(roof, "candidate_fraction", "%.2f") << " | " << mechanisms_brief(r.value("mechanisms", Json()))
+       << " | " << num(r, "speedup", "%.2fx") << (r.contains("speedup") ? mark : "") << " | "
+       << num(roof, "reference_fraction", "%.2f") << " | " << num(roof, "candidate_fraction", "%.2f") << " | " << mechanisms_brief(r.value("mechanisms", Json()))
        << " | " << (outcome == "correct" ? "" : one_line(r.value("reason", std::string()))) << " |\n";
   }
   for (const auto& s : skipped) os << "| " << one_line(s, 60) << " | | skipped | | | | | | | |\n";
@@ -91,6 +98,10 @@ std::string summary_markdown(const std::vector<Json>& records, const std::vector
   }
   if (!skipped.empty()) os << "; " << skipped.size() << " skipped";
   os << "\n";
+  if (unmeasured)
+    os << "\n" << kUnmeasuredMark
+       << " timed on CPU or with ranks sharing a GPU: the times do not measure NVLink, so the speedup is no speed "
+          "result (pkb score leaves it out of fast_p)\n";
   bool any_mechanisms = false;
   for (const auto& r : records) any_mechanisms |= r.contains("mechanisms");
   if (any_mechanisms)

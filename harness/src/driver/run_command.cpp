@@ -21,6 +21,7 @@
 #include "driver/candidate_build.h"
 #include "driver/commands.h"
 #include "driver/evaluation.h"
+#include "driver/gpu_placement.h"
 #include "driver/mechanisms.h"
 #include "driver/plan.h"
 #include "driver/report.h"
@@ -39,18 +40,8 @@ struct Settings {
   Topology topology;
   std::string work_dir;
   std::string cuobjdump;  // empty: none found (records say "unknown")
+  GpuPlacement placement;  // cuda only
 };
-
-int visible_gpus() {
-  // The driver never touches a GPU (DESIGN.md §3); NVML or the runtime would
-  // need the driver library. Count device nodes instead.
-  int n = 0;
-  for (int i = 0; i < 64; ++i) {
-    struct stat st;
-    if (stat(("/dev/nvidia" + std::to_string(i)).c_str(), &st) == 0) ++n;
-  }
-  return n;
-}
 
 // The topology file matching this machine (NVML); without one, a topology
 // without rates, so records carry no roofline rather than a wrong one.
@@ -76,6 +67,12 @@ Settings resolve(const RunOptions& o, const std::string& sources) {
   if (s.device == "cuda") PKB_CHECK(have_cuda_build(), "this pkb was built without the GPU path; use --device cpu");
   if (s.device == "cpu") PKB_CHECK(have_cpu_mode(), "this pkb was built without CPU mode (gloo headers missing)");
   s.world = o.nproc > 0 ? o.nproc : (s.device == "cuda" ? std::max(1, visible_gpus()) : 2);
+  if (s.device == "cuda") {
+    s.placement = place_ranks(s.world, visible_gpus(), o.ranks_per_gpu);
+    if (!s.placement.warning.empty()) std::fprintf(stderr, "%s\n", s.placement.warning.c_str());
+  } else {
+    PKB_CHECK(o.ranks_per_gpu == 0, "--ranks-per-gpu applies to --device cuda only");
+  }
   auto [m, n] = parse_shape(o.base_shape.empty() ? (s.device == "cuda" ? "1024x1024" : "128x128") : o.base_shape);
   s.m = m;
   s.n = n;
@@ -107,6 +104,9 @@ Json base_record(const Settings& s, const PlanItem& item) {
   r["candidate"] = item.source.empty() ? "reference" : item.source;
   r["world_size"] = s.world;
   r["device"] = s.device;
+  // Times of ranks that share a GPU do not measure NVLink (NOTE [ranks sharing a GPU]).
+  r["shared_gpu"] = s.placement.shared;
+  if (s.device == "cuda") r["gpu_of_rank"] = s.placement.gpu_of_rank;
   r["base_shape"] = {s.m, s.n};
   r["dtype"] = "bfloat16";
   r["args"] = {{"trials", s.opts.trials}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
@@ -212,6 +212,7 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
              {"rounds", s.opts.rounds},
              {"keep_samples", s.opts.keep_samples},
              {"topology", to_json(s.topology)}};
+  add_placement(req.job, s.placement);
   EvalResult e = run_evaluation(req);
   r["deciding_rank"] = e.deciding_rank;
   r["logs"] = req.eval_dir;
@@ -303,6 +304,8 @@ int cmd_run(const RunOptions& opts) {
   progress.note("pkb run: " + std::to_string(todo.size()) + " evaluation(s)" +
                 (shard_n > 1 ? " (shard " + opts.shard + ")" : std::string()) + " on " + s.device + ", world size " +
                 std::to_string(s.world) + ", base shape " + std::to_string(s.m) + "x" + std::to_string(s.n) +
+                (s.placement.shared ? " (ranks sharing " + std::to_string(s.placement.gpus_used) + " GPU(s))"
+                                    : std::string()) +
                 (already ? ", " + std::to_string(already) + " already recorded" : std::string()) +
                 "; logs in " + s.work_dir);
   for (const auto& sk : skipped) progress.note("skipped " + sk);

@@ -52,6 +52,7 @@ int cmd_score(const ScoreOptions& opts) {
   ScoreSettings settings;
   settings.k = opts.k;
   settings.p = opts.p;
+  settings.mixed_speed = opts.mixed_speed;
   std::vector<std::string> warnings;
   const Json scores = make_scores(records, opts.inputs, settings, &warnings);
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
@@ -67,7 +68,7 @@ int cmd_leaderboard(const LeaderboardOptions& opts) {
   check_out_is_new(opts.out);
   std::vector<Json> files;
   for (const auto& path : opts.inputs) files.push_back(read_json_file(path));
-  emit(opts.out, render_leaderboard(combine_scores(files), opts.format));
+  emit(opts.out, render_leaderboard(combine_scores(files, opts.mixed_speed), opts.format));
   return kExitAllCorrect;
 }
 

@@ -232,7 +232,7 @@ std::string format_count(double x) {
   return fixed(x, 1);
 }
 
-Json combine_scores(const std::vector<Json>& scores) {
+Json combine_scores(const std::vector<Json>& scores, bool mixed_speed) {
   PKB_CHECK(!scores.empty(), "no scores files");
   Json out = Json::object();
   out["schema_version"] = kScoresSchemaVersion;
@@ -245,6 +245,10 @@ Json combine_scores(const std::vector<Json>& scores) {
       out["p"] = s["p"];
     }
     PKB_CHECK(s["k"] == out["k"] && s["p"] == out["p"], "scores files were made with different --k or --p");
+    // Speed columns from CPU runs or shared GPUs are not comparable with NVLink ones.
+    PKB_CHECK(mixed_speed || !s.value("mixed_speed", false),
+              "a scores file was made with pkb score --mixed-speed (speedups timed on CPU or with ranks sharing "
+              "a GPU); pass --mixed-speed to the leaderboard too to show them");
     for (const auto& [name, model] : s["models"].items()) {
       PKB_CHECK(!out["models"].contains(name), "model '", name, "' appears in more than one scores file");
       out["models"][name] = model;

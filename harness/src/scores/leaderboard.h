@@ -21,7 +21,8 @@ std::string format_count(double x);
 // Joins the models of several scores files (a model in two files is an error;
 // so are files with different k or p). Throws pkb::Error on a file that is not
 // a scores file of this schema.
-Json combine_scores(const std::vector<Json>& scores);
+// `mixed_speed`: accept scores made with pkb score --mixed-speed (refused otherwise).
+Json combine_scores(const std::vector<Json>& scores, bool mixed_speed = false);
 
 // `format`: md, csv, tex or html.
 std::string render_leaderboard(const Json& scores, const std::string& format);

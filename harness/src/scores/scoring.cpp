@@ -39,6 +39,7 @@ struct ProblemSamples {
   int n = 0;                     // samples other than harness_error
   int correct = 0;
   std::vector<double> speedups;  // of the correct samples that were timed
+  int unmeasured = 0;            // correct samples whose speedups were left out (ScoreSettings::mixed_speed)
   std::map<std::string, int> outcomes;
   int harness_errors = 0;
 };
@@ -80,7 +81,7 @@ Json score_group(const ModelRecords& m, const std::vector<const ProblemEntry*>& 
   out["problems"] = group.size();
   std::map<std::string, double> sums;
   Json outcomes = outcome_counts_zeroed();
-  int samples = 0, correct = 0, harness_errors = 0, missing = 0, timed = 0;
+  int samples = 0, correct = 0, harness_errors = 0, missing = 0, timed = 0, unmeasured = 0;
   double log_sum = 0;
   static const ProblemSamples kNone;
   for (const ProblemEntry* e : group) {
@@ -95,6 +96,7 @@ Json score_group(const ModelRecords& m, const std::vector<const ProblemEntry*>& 
       log_sum += std::log(x);
       ++timed;
     }
+    unmeasured += s.unmeasured;
     for (int k : settings.k) {
       sums[pass_key(k)] += problem_estimate(s, s.correct, k, clamped, e->id);
       for (double p : settings.p) sums[fast_key(p, k)] += problem_estimate(s, count_faster(s, p), k, clamped, e->id);
@@ -117,6 +119,7 @@ Json score_group(const ModelRecords& m, const std::vector<const ProblemEntry*>& 
   out["samples"] = samples;
   out["correct_samples"] = correct;
   out["timed_correct_samples"] = timed;
+  out["unmeasured_speed_samples"] = unmeasured;
   out["missing_problems"] = missing;
   out["geomean_speedup"] = timed > 0 ? Json(std::exp(log_sum / timed)) : Json(nullptr);
   out["outcomes"] = outcomes;
@@ -138,7 +141,7 @@ Json score_models(const std::vector<Json>& records, const ScoreSettings& setting
   check_settings(settings);
   std::vector<std::string> order;  // models in order of first appearance
   std::map<std::string, ModelRecords> models;
-  int outside = 0;
+  int outside = 0, unmeasured = 0;
   for (const Json& r : records) {
     if (r.value("kind", std::string("evaluation")) != "evaluation") continue;
     PKB_CHECK(r.value("schema_version", 0) == kResultSchemaVersion, "record has schema_version ",
@@ -168,9 +171,19 @@ Json score_models(const std::vector<Json>& records, const ScoreSettings& setting
     if (outcome == Outcome::kCorrect) {
       ++s.correct;
       if (r.contains("speedup") && r["speedup"].is_number() && r["speedup"].get<double>() > 0) {
-        s.speedups.push_back(r["speedup"].get<double>());
+        if (settings.mixed_speed || speed_is_measured(r)) {
+          s.speedups.push_back(r["speedup"].get<double>());
+        } else {
+          ++s.unmeasured;
+          ++unmeasured;
+        }
       }
     }
+  }
+  if (unmeasured > 0 && warnings) {
+    warnings->push_back(std::to_string(unmeasured) +
+                        " correct sample(s) were timed on CPU or with ranks sharing a GPU: their speedups do not "
+                        "measure NVLink and are left out of fast_p and the geomean (--mixed-speed counts them)");
   }
   if (outside > 0 && warnings) {
     warnings->push_back(std::to_string(outside) + " record(s) name a problem outside the benchmark's 87; ignored");
@@ -225,6 +238,7 @@ Json make_scores(const std::vector<Json>& records, const std::vector<std::string
   s["problems"] = kProblemCount;
   s["k"] = settings.k;
   s["p"] = settings.p;
+  s["mixed_speed"] = settings.mixed_speed;
   s["models"] = score_models(records, settings, warnings);
   return s;
 }

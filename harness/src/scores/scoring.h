@@ -23,6 +23,10 @@ inline constexpr int kScoresSchemaVersion = 1;
 struct ScoreSettings {
   std::vector<int> k = {1, 3};
   std::vector<double> p = {0, 0.5, 1, 1.5, 2, 3};
+  // Count speedups whose times do not measure the GPU path (speed_is_measured()
+  // false: CPU runs, ranks sharing a GPU). Off: such samples still count for
+  // pass@k, but as not fast, and are left out of the geomean (with a warning).
+  bool mixed_speed = false;
 };
 
 // 1 - C(n-c,k)/C(n,k) as a product, so no binomial overflows or cancels.

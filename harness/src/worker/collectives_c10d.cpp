@@ -6,6 +6,11 @@
 // stream; without it, events recorded on the current stream do not cover the
 // collective at all (measured on 2xH200: a 128 MiB all-reduce read 20-27 us
 // instead of 467 us). On Gloo, wait() blocks until the data has arrived.
+//
+// Ranks that share a GPU (NOTE [ranks sharing a GPU]) run these on Gloo over
+// the CUDA tensors. Gloo copies CUDA tensors through pinned host memory
+// itself for the collectives; point-to-point send/recv hand Gloo's transport
+// the tensor's raw pointer, so those are staged through host memory here.
 #include <map>
 
 #include "pkb/check.h"
@@ -50,7 +55,7 @@ class C10dCollectives final : public Collectives {
   }
 
   void all_reduce(at::Tensor& t, ReduceOp op, Group g) override {
-    if (op == ReduceOp::kAvg && dist_.device().is_cpu()) {
+    if (op == ReduceOp::kAvg && dist_.uses_gloo()) {
       // Gloo has no AVG: sum, then divide like NCCL's average of a sum.
       all_reduce(t, ReduceOp::kSum, g);
       t.div_(world_size(g));
@@ -141,18 +146,20 @@ class C10dCollectives final : public Collectives {
   }
 
   void send(const at::Tensor& t, int dst, int tag, Group g) override {
-    std::vector<at::Tensor> v{t};
+    std::vector<at::Tensor> v{stage_p2p() ? t.to(at::kCPU).contiguous() : t};
     backend(g)->send(v, group_rank_of(dst, g), tag)->wait();
   }
 
   void recv(at::Tensor& t, int src, int tag, Group g) override {
-    std::vector<at::Tensor> v{t};
+    at::Tensor host = stage_p2p() ? at::empty(t.sizes(), t.options().device(at::kCPU)) : t;
+    std::vector<at::Tensor> v{host};
     backend(g)->recv(v, group_rank_of(src, g), tag)->wait();
+    if (stage_p2p()) t.copy_(host);
   }
 
   void barrier(Group g) override {
     c10d::BarrierOptions o;
-    if (dist_.device().is_cuda()) o.device_ids = {dist_.device().index()};
+    if (dist_.device().is_cuda() && !dist_.uses_gloo()) o.device_ids = {dist_.device().index()};
     backend(g)->barrier(o)->wait();
   }
 
@@ -177,6 +184,8 @@ class C10dCollectives final : public Collectives {
       if (gr.ranks[i] == global_rank) return static_cast<int>(i);
     PKB_CHECK(false, "rank ", global_rank, " is not in process group ", g.id);
   }
+
+  bool stage_p2p() const { return dist_.device().is_cuda() && dist_.uses_gloo(); }
 
   Distributed& dist_;
   std::vector<GroupState> groups_;

@@ -21,17 +21,18 @@ namespace pkb {
 namespace {
 
 c10::intrusive_ptr<c10d::Backend> create_backend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                                 int size, at::Device device,
+                                                 int size, at::Device device, bool gloo,
                                                  std::chrono::milliseconds timeout) {
-  if (device.is_cpu()) {
+  if (gloo) {
 #ifdef PKB_HAVE_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create();
     opts->timeout = timeout;
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
 #else
-    PKB_CHECK(false, "CPU mode is not compiled into this pkb (it needs gloo headers: Debian libgloo-dev; "
-                     "reconfigure with them installed)");
+    PKB_CHECK(false, device.is_cpu() ? "CPU mode" : "Ranks sharing a GPU (which need Gloo)",
+              " is not compiled into this pkb (it needs gloo headers: Debian libgloo-dev; reconfigure with them "
+              "installed, or -DGLOO_INCLUDE_DIR=...; scripts/device-check carries them to GPU machines)");
 #endif
   }
 #ifdef PKB_HAVE_CUDA
@@ -56,9 +57,9 @@ Distributed::Distributed(const DistributedOptions& opts) : opts_(opts) {
   so.timeout = opts.timeout;
   store_ = c10::make_intrusive<c10d::TCPStore>(opts.master_addr, so);
   auto world_store = c10::make_intrusive<c10d::PrefixStore>("world", store_);
-  backend_ = create_backend(world_store, opts.rank, opts.world, opts.device, opts.timeout);
+  backend_ = create_backend(world_store, opts.rank, opts.world, opts.device, uses_gloo(), opts.timeout);
 #ifdef PKB_HAVE_CUDA
-  if (opts.device.is_cuda()) {
+  if (opts.device.is_cuda() && !opts.shared_gpu) {
     // Symmetric memory resolves its group by name through the registry.
     auto pg = c10::make_intrusive<c10d::ProcessGroup>(world_store, opts.rank, opts.world);
     pg->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend_);
@@ -111,7 +112,7 @@ c10::intrusive_ptr<c10d::Backend> Distributed::make_backend(const std::vector<in
   store_barrier("group/" + tag);
   if (group_rank < 0) return {};
   auto s = c10::make_intrusive<c10d::PrefixStore>("group/" + tag, store_);
-  return create_backend(s, group_rank, static_cast<int>(ranks.size()), opts_.device, opts_.timeout);
+  return create_backend(s, group_rank, static_cast<int>(ranks.size()), opts_.device, uses_gloo(), opts_.timeout);
 }
 
 }  // namespace pkb

@@ -26,6 +26,8 @@ struct DistributedOptions {
   int rank = 0;
   int world = 1;
   at::Device device = at::kCPU;
+  // Ranks share GPUs: Gloo over CUDA tensors instead of NCCL (NOTE [ranks sharing a GPU]).
+  bool shared_gpu = false;
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   std::chrono::milliseconds timeout{300000};
@@ -39,6 +41,9 @@ class Distributed {
   int rank() const { return opts_.rank; }
   int world() const { return opts_.world; }
   at::Device device() const { return opts_.device; }
+  bool shared_gpu() const { return opts_.shared_gpu; }
+  // Gloo carries the collectives: CPU mode, or CUDA ranks sharing GPUs.
+  bool uses_gloo() const { return opts_.device.is_cpu() || opts_.shared_gpu; }
   c10d::Store& store() { return *store_; }
   c10::intrusive_ptr<c10d::Store> store_ptr() { return store_; }
   const c10::intrusive_ptr<c10d::Backend>& world_backend() const { return backend_; }

@@ -1,5 +1,6 @@
 // Symmetric buffers behind pkb::Context::symmetric(): POSIX shared memory on
-// CPU, PyTorch's symmetric memory (NVLink peer mappings) on GPU.
+// CPU, PyTorch's symmetric memory (NVLink peer mappings) on GPU, CUDA IPC
+// mappings when ranks share a GPU.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,8 @@ namespace pkb {
 std::unique_ptr<SymmetricBuffer> make_host_symmetric(Distributed& dist, const std::string& name, size_t bytes);
 #ifdef PKB_HAVE_CUDA
 std::unique_ptr<SymmetricBuffer> make_cuda_symmetric(Distributed& dist, const std::string& name, size_t bytes);
+// Ranks sharing a GPU: CUDA IPC buffers (NOTE [ranks sharing a GPU]).
+std::unique_ptr<SymmetricBuffer> make_ipc_symmetric(Distributed& dist, const std::string& name, size_t bytes);
 #endif
 
 inline constexpr size_t kSignalPadBytes = 4096;

@@ -40,11 +40,15 @@ struct CandidateFailure {
 struct Job {
   Json j;
   std::string mode() const { return j.value("mode", "eval"); }
+  // The driver's placement (NOTE [ranks sharing a GPU]); without one, GPU LOCAL_RANK.
   at::Device device() const {
-    std::string d = j.value("device", "cpu");
+    if (j.value("device", "cpu") != "cuda") return at::kCPU;
     int rank = std::atoi(std::getenv("LOCAL_RANK") ? std::getenv("LOCAL_RANK") : "0");
-    return d == "cuda" ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(rank)) : at::Device(at::kCPU);
+    int gpu = rank;
+    if (j.contains("gpu_of_rank") && rank < static_cast<int>(j["gpu_of_rank"].size())) gpu = j["gpu_of_rank"][rank];
+    return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(gpu));
   }
+  bool shared_gpu() const { return j.value("shared_gpu", false); }
 };
 
 int env_int(const char* name, int fallback) {
@@ -93,6 +97,7 @@ class RankRun {
     o.rank = rank_;
     o.world = world_;
     o.device = job_.device();
+    o.shared_gpu = job_.shared_gpu();
     o.master_addr = std::getenv("MASTER_ADDR") ? std::getenv("MASTER_ADDR") : "127.0.0.1";
     o.master_port = env_int("MASTER_PORT", 29500);
     o.timeout = std::chrono::milliseconds(static_cast<int64_t>(job_.j.value("timeout_s", 300.0) * 1000));
@@ -251,8 +256,8 @@ class RankRun {
 
   void golden() {
     phase("golden");
-    std::string dir = job_.j.at("golden_dir").get<std::string>();
-    std::string path = dir + "/" + golden_file_name(world_, rank_);
+    // The driver names each rank's file (golden_sets(): one world size and trial).
+    std::string path = job_.j.at("golden_files").at(rank_).get<std::string>();
     GoldenFixture g = load_golden(path);
     PKB_CHECK(g.world_size == world_ && g.rank == rank_, path, " was recorded for rank ", g.rank, " of ",
               g.world_size);

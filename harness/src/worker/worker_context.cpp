@@ -26,7 +26,8 @@ SymmetricBuffer& WorkerContext::symmetric(const std::string& name, size_t bytes)
   PKB_CHECK(bytes > 0, "symmetric buffer '", name, "' of zero bytes");
   std::unique_ptr<SymmetricBuffer> buf;
 #ifdef PKB_HAVE_CUDA
-  if (dist_.device().is_cuda()) buf = make_cuda_symmetric(dist_, name, bytes);
+  if (dist_.device().is_cuda())
+    buf = dist_.shared_gpu() ? make_ipc_symmetric(dist_, name, bytes) : make_cuda_symmetric(dist_, name, bytes);
 #endif
   if (!buf) buf = make_host_symmetric(dist_, name, bytes);
   return *buffers_.emplace(name, std::move(buf)).first->second;

@@ -5,7 +5,7 @@
 rec() {
   local sp=""
   [ $# -ge 5 ] && sp=",\"speedup\":$5"
-  echo "{\"schema_version\":1,\"kind\":\"evaluation\",\"run_name\":\"$1\",\"solutions\":\"dir_$1\",\"problem_id\":$2,\"sample\":$3,\"outcome\":\"$4\",\"reason\":\"\",\"world_size\":2,\"device\":\"cpu\"$sp}"
+  echo "{\"schema_version\":1,\"kind\":\"evaluation\",\"run_name\":\"$1\",\"solutions\":\"dir_$1\",\"problem_id\":$2,\"sample\":$3,\"outcome\":\"$4\",\"reason\":\"\",\"world_size\":2,\"device\":\"cuda\"$sp}"
 }
 
 # synthetic_scores PKB DIR: two models' results, scored into DIR/scores.json

@@ -184,6 +184,11 @@ TEST(Leaderboard, CombinesFilesAndRejectsMismatches) {
   Json other_k = make_scores({record("c", 1, 0, "correct", 2.0)}, {"c"}, {{1}, {1}}, nullptr);
   EXPECT_THROW(combine_scores({a, other_k}), Error);
   EXPECT_THROW(combine_scores({Json{{"kind", "results"}}}), Error);
+  ScoreSettings mixed;
+  mixed.mixed_speed = true;
+  Json m = make_scores({record("m", 1, 0, "correct", 2.0)}, {"m"}, mixed, nullptr);
+  EXPECT_THROW(combine_scores({a, m}), Error);  // speed from CPU or shared GPUs: only when asked
+  EXPECT_EQ(combine_scores({a, m}, true)["models"].size(), 2u);
   EXPECT_THROW(render_leaderboard(a, "pdf"), Error);
   Json no_fast1 = make_scores({record("c", 1, 0, "correct", 2.0)}, {"c"}, {{1, 3}, {0, 2}}, nullptr);
   EXPECT_THROW(render_leaderboard(no_fast1, "md"), Error);

@@ -24,7 +24,7 @@ Json record(const std::string& model, int id, int sample, const std::string& out
             {"outcome", outcome},
             {"reason", ""},
             {"world_size", 2},
-            {"device", "cpu"}};
+            {"device", "cuda"}};
   if (speedup) r["speedup"] = *speedup;
   return r;
 }
@@ -147,6 +147,27 @@ TEST(Scoring, GeomeanOverCorrectTimedSamplesOnly) {
   EXPECT_NEAR(m["geomean_speedup"].get<double>(), 4.0, 1e-12);
   EXPECT_NEAR(m["categories"]["Collective Primitive"]["geomean_speedup"].get<double>(), 4.0, 1e-12);
   EXPECT_TRUE(m["categories"]["Other"]["geomean_speedup"].is_null());
+}
+
+TEST(Scoring, SpeedupsNotMeasuredOnOneGpuPerRankStayOutOfSpeedMetricsUnlessAsked) {
+  Json cpu = record("a", 1, 0, "correct", 3.0);
+  cpu["device"] = "cpu";
+  Json shared = record("a", 2, 0, "correct", 5.0);
+  shared["shared_gpu"] = true;
+  const std::vector<Json> rs = {cpu, shared, record("a", 3, 0, "correct", 2.0)};
+  ScoreSettings s{{1}, {1}};
+  std::vector<std::string> warnings;
+  const Json m = score(rs, s, &warnings)["a"];
+  EXPECT_NEAR(m["overall"]["counts"]["pass@1"].get<double>(), 3.0, 1e-12);    // all three are correct
+  EXPECT_NEAR(m["overall"]["counts"]["fast_1@1"].get<double>(), 1.0, 1e-12);  // only problem 3 is fast
+  EXPECT_NEAR(m["geomean_speedup"].get<double>(), 2.0, 1e-12);
+  EXPECT_EQ(m["overall"]["unmeasured_speed_samples"], 2);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("2 correct sample(s)"), std::string::npos);
+  s.mixed_speed = true;
+  const Json mixed = score(rs, s)["a"];
+  EXPECT_NEAR(mixed["overall"]["counts"]["fast_1@1"].get<double>(), 3.0, 1e-12);
+  EXPECT_NEAR(mixed["geomean_speedup"].get<double>(), std::cbrt(30.0), 1e-12);
 }
 
 TEST(Scoring, ModelsByRunNameAndGoldenIgnored) {

@@ -1,0 +1,68 @@
+// The Ulysses all-to-all (VeOmni / verl comm helpers, DeepSpeed-Ulysses):
+// split x into W equal blocks along scatter_dim, send block d to rank d
+// (torch.distributed's list all_to_all), concatenate the W received blocks
+// along gather_dim in source-rank order.
+#include "pkb/problem.h"
+
+namespace {
+
+class UlyssesAllToAllTensor : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{33, "ulysses_all_to_all_tensor_primitive",
+                                    "Ulysses all-to-all: scatter rows, gather along columns (list all-to-all)",
+                                    "Context Parallel", "VeOmni / verl Ulysses sequence-parallel comm helpers",
+                                    "W divides M"};
+    return s;
+  }
+
+  // Inputs: x (M, N) randn, scatter_dim 0, gather_dim 1, group (None = WORLD).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    // tensor_split gives unequal blocks when W does not divide M, and the
+    // published list all_to_all then fails (every receive buffer is shaped
+    // like the first block); refuse that case here.
+    PKB_CHECK(req.m % req.world == 0, "problem 33 needs W to divide M (M = ", req.m, ", W = ", req.world, ")");
+    pkb::Inputs in;
+    in.add("x", at::randn({req.m, req.n}, at::TensorOptions().dtype(req.dtype).device(req.device)));
+    in.add("scatter_dim", int64_t{0});
+    in.add("gather_dim", int64_t{1});
+    in.add("group", pkb::None{});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const int world = comm.world_size();
+    at::Tensor x = in.tensor(0).contiguous();
+    const int64_t scatter_dim = in.integer(1), gather_dim = in.integer(2);
+    if (world == 1) return {x};
+    PKB_CHECK(x.size(scatter_dim) % world == 0, "problem 33: dim ", scatter_dim, " (", x.size(scatter_dim),
+              ") is not divisible by W = ", world);
+    // The list all-to-all through the facade: the W contiguous blocks are
+    // packed one after another, exchanged in equal splits, unpacked.
+    std::vector<at::Tensor> blocks = at::tensor_split(x, world, scatter_dim);
+    std::vector<at::Tensor> packed;
+    for (const auto& b : blocks) packed.push_back(b.contiguous().reshape({-1}));
+    at::Tensor send = at::cat(packed, 0);
+    at::Tensor recv = at::empty_like(send);
+    comm.all_to_all_single(recv, send);
+    std::vector<at::Tensor> received;
+    for (const auto& r : recv.chunk(world, 0)) received.push_back(r.view(blocks[0].sizes()));
+    return {at::cat(received, gather_dim).contiguous()};
+  }
+
+  // (W-1)/W of x leaves and as much arrives; HBM: x read, the output written
+  // (the packing copies are the reference's, not the problem's). No arithmetic.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& x = in.tensor(0);
+    const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (w - 1) / w * bytes;
+    c.hbm_bytes_per_rank = 2.0 * bytes;
+    c.flops_per_rank = 0;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(UlyssesAllToAllTensor)

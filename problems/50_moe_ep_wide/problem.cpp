@@ -90,10 +90,11 @@ class MoeEpWide : public pkb::Problem {
     return {moe_forward(comm, pkb::kWorld, in)};
   }
 
-  // Per rank, T tokens of N bf16 (e = 2), k = top_k, I = 128: NVLink k·T·N·e
-  // sent by the dispatch and received back by the combine, (W-1)/W of it
-  // remote on average with uniform routing: 2·(W-1)/W·k·T·N·e, plus the
-  // count all-gather (W·E·8 bytes); HBM: hidden read (router and permute),
+  // Per rank, T tokens of N bf16 (e = 2), k = top_k, I = 128, EP group of G
+  // ranks (G = W here; E when E < W): NVLink k·T·N·e sent by the dispatch and
+  // received back by the combine, (G-1)/G of it remote on average with
+  // uniform routing: 2·(G-1)/G·k·T·N·e, plus the count all-gather (G·E·8
+  // bytes); HBM: hidden read (router and permute),
   // permuted rows written/read twice each way, expert weights read, output
   // written, ~ (2 + 8k)·T·N·e + 3·I·N·e; FLOPs: router 2·T·N·E, experts
   // 6·N·I per received row (≈ k·T rows), combine 2·k·T·N.

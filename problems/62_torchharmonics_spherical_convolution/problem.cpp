@@ -7,9 +7,10 @@
 //
 // Departures from the published code (see README): psi is passed as its COO
 // indices, values and sizes (a sparse tensor cannot travel through pkb's
-// inputs), and the contraction is computed as one gather + index_add instead
-// of 256 sparse bmm calls with a roll between them, the op on which the
-// published reference fails on CUDA. The math is the same.
+// inputs), and the contraction is computed with dense ops (gather +
+// index_add) instead of 256 sparse bmm calls with a roll between them: the
+// published reference could not be recorded on CUDA (a sparse-tensor error),
+// and no sparse op runs here. The math is the same.
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -81,16 +82,29 @@ class TorchharmonicsSphericalConvolution : public pkb::Problem {
           idx[2 * nnz + cursor] = local_lat * nlon_in + (lat + e * (k + 1)) % nlon_in;
         }
       }
-    at::Tensor indices = at::tensor(idx, at::kLong).view({3, nnz}).to(req.device);
-    at::Tensor psi = at::sparse_coo_tensor(indices, vals, {kKernel, nlat_out, nlat_local * nlon_in}).coalesce();
+    // coalesce() of the published builder: entries sorted by (k, lat, col)
+    // (they are distinct, so nothing is summed). Done on the host without a
+    // sparse tensor, so no sparse op runs on the device.
+    const int64_t cols = nlat_local * nlon_in;
+    std::vector<int64_t> order(nnz);
+    for (int64_t e = 0; e < nnz; ++e) order[e] = e;
+    auto key = [&](int64_t e) { return (idx[e] * nlat_out + idx[nnz + e]) * cols + idx[2 * nnz + e]; };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return key(a) < key(b); });
+    std::vector<int64_t> sorted(3 * nnz);
+    for (int64_t e = 0; e < nnz; ++e) {
+      PKB_CHECK(e == 0 || key(order[e]) != key(order[e - 1]), "psi has a duplicate entry");
+      for (int64_t d = 0; d < 3; ++d) sorted[d * nnz + e] = idx[d * nnz + order[e]];
+    }
+    at::Tensor indices = at::tensor(sorted, at::kLong).view({3, nnz}).to(req.device);
+    at::Tensor values = vals.index_select(0, at::tensor(order, at::kLong).to(req.device)).contiguous();
 
     pkb::Inputs in;
     in.add("x", x);
-    in.add("psi.indices", psi._indices().clone());
-    in.add("psi.values", psi._values().clone());
+    in.add("psi.indices", indices);
+    in.add("psi.values", values);
     in.add("psi.size.0", kKernel);
     in.add("psi.size.1", nlat_out);
-    in.add("psi.size.2", nlat_local * nlon_in);
+    in.add("psi.size.2", cols);
     in.add("weight", weight);
     in.add("groups", kGroups);
     in.add("nlon_out", nlon_out);

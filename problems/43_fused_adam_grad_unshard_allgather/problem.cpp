@@ -15,7 +15,7 @@ namespace {
 // read in the op's float32 math). The C++ Scalar overloads are not always the
 // same op: on the CPU, bf16 `mul_(Scalar)` rounds the scalar to bf16 first
 // (measured: x.mul_(0.2) then differs from x * fl32(0.2) in ~20 % of elements),
-// while the published `flat_grad.div_(world_size)`, `m_buf.mul_(beta1)` pass a
+// while the published `m.mul_(beta1)`, `v_hat.sqrt().add(eps)` pass a
 // wrapped number.
 at::Tensor py_number(double v) {
   at::Tensor t = at::scalar_tensor(v, at::TensorOptions().dtype(at::kDouble));

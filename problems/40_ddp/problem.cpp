@@ -31,7 +31,21 @@ std::vector<at::Tensor> unflatten(const at::Tensor& flat, const std::vector<at::
   return out;
 }
 
-double reciprocal_f32(double s) { return static_cast<double>(1.0f / static_cast<float>(s)); }
+// A Python number as PyTorch passes it to a tensor op: a 0-dim double CPU
+// tensor marked as a wrapped number (no type promotion; on CUDA a CPU scalar
+// read in the op's float32 math). The C++ Scalar overloads are not always the
+// same op: on the CPU, bf16 `mul_(Scalar)` rounds the scalar to bf16 first
+// (measured: x.mul_(0.2) then differs from x * fl32(0.2) in ~20 % of elements),
+// while the published `flat_grad.div_(world_size)`, `m_buf.mul_(beta1)` pass a
+// wrapped number.
+at::Tensor py_number(double v) {
+  at::Tensor t = at::scalar_tensor(v, at::TensorOptions().dtype(at::kDouble));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+// `tensor / Python number` on CUDA is a multiply by 1.0f / float(s).
+at::Tensor cuda_reciprocal(double s) { return py_number(static_cast<double>(1.0f / static_cast<float>(s))); }
 
 class Ddp : public pkb::Problem {
  public:
@@ -108,19 +122,19 @@ class Ddp : public pkb::Problem {
     for (const auto& p : params) grads.push_back(p.grad());
     at::Tensor flat_g = flatten(grads);
     comm.all_reduce(flat_g, pkb::ReduceOp::kSum);
-    flat_g.mul_(reciprocal_f32(static_cast<double>(w)));  // `div_(world_size)` on CUDA
+    flat_g.mul_(cuda_reciprocal(static_cast<double>(w)));  // `div_(world_size)` as CUDA computes it
     std::vector<at::Tensor> g = unflatten(flat_g, grads);
 
     PKB_CHECK(step >= 1, "step must be at least 1");
     const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
     const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
     for (int i = 0; i < kParams; ++i) {
-      m[i].mul_(beta1).add_(g[i], 1.0 - beta1);
-      v[i].mul_(beta2).addcmul_(g[i], g[i], 1.0 - beta2);
-      at::Tensor m_hat = m[i] * reciprocal_f32(bc1);  // `m / bc1` on CUDA
-      at::Tensor v_hat = v[i] * reciprocal_f32(bc2);
-      at::Tensor denom = v_hat.sqrt().add(eps);
-      pv[i].add_(m_hat.div(denom).mul(-lr));  // `p.data.add_`: the parameter's storage
+      m[i].mul_(py_number(beta1)).add_(g[i], 1.0 - beta1);
+      v[i].mul_(py_number(beta2)).addcmul_(g[i], g[i], 1.0 - beta2);
+      at::Tensor m_hat = m[i] * cuda_reciprocal(bc1);  // `m / bc1` as CUDA computes it
+      at::Tensor v_hat = v[i] * cuda_reciprocal(bc2);
+      at::Tensor denom = v_hat.sqrt().add(py_number(eps));
+      pv[i].add_(m_hat.div(denom).mul(py_number(-lr)));  // `p.data.add_`: the parameter's storage
     }
     pkb::Outputs outs(pv.begin(), pv.end());
     outs.insert(outs.end(), m.begin(), m.end());

@@ -10,6 +10,22 @@
 
 namespace {
 
+// A Python number as PyTorch passes it to a tensor op: a 0-dim double CPU
+// tensor marked as a wrapped number (no type promotion; on CUDA a CPU scalar
+// read in the op's float32 math). The C++ Scalar overloads are not always the
+// same op: on the CPU, bf16 `mul_(Scalar)` rounds the scalar to bf16 first
+// (measured: x.mul_(0.2) then differs from x * fl32(0.2) in ~20 % of elements),
+// while the published `m.mul_(beta1)`, `v_hat.sqrt().add(eps)` pass a
+// wrapped number.
+at::Tensor py_number(double v) {
+  at::Tensor t = at::scalar_tensor(v, at::TensorOptions().dtype(at::kDouble));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
+}
+
+// `tensor / Python number` on CUDA is a multiply by 1.0f / float(s).
+at::Tensor cuda_reciprocal(double s) { return py_number(static_cast<double>(1.0f / static_cast<float>(s))); }
+
 class FusedAdamGradUnshardAllgather : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
@@ -54,11 +70,11 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
     at::Tensor w = in.tensor(1).clone();
     const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
     const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-    m.mul_(beta1).add_(g, 1.0 - beta1);
-    v.mul_(beta2).addcmul_(g, g, 1.0 - beta2);
-    at::Tensor m_hat = m * reciprocal_f32(bc1);  // `m / bc1` on CUDA
-    at::Tensor v_hat = v * reciprocal_f32(bc2);
-    w.add_(m_hat.div(v_hat.sqrt().add(eps)).mul(-lr));
+    m.mul_(py_number(beta1)).add_(g, 1.0 - beta1);
+    v.mul_(py_number(beta2)).addcmul_(g, g, 1.0 - beta2);
+    at::Tensor m_hat = m * cuda_reciprocal(bc1);  // `m / bc1` as CUDA computes it
+    at::Tensor v_hat = v * cuda_reciprocal(bc2);
+    w.add_(m_hat.div(v_hat.sqrt().add(py_number(eps))).mul(py_number(-lr)));
     at::Tensor gathered = at::empty({comm.world_size() * p}, w.options());
     comm.all_gather_into_tensor(gathered, w.contiguous());
     return {gathered};
@@ -77,10 +93,6 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
     return c;
   }
 
- private:
-  // CUDA divides a reduced-precision tensor by a Python float as a multiply by
-  // 1.0f / float(s) in fp32.
-  static double reciprocal_f32(double s) { return static_cast<double>(1.0f / static_cast<float>(s)); }
 };
 
 }  // namespace

@@ -47,8 +47,13 @@ class ReduceScatterFusedRmsNorm : public pkb::Problem {
     at::Tensor out_flat = at::empty({chunk}, rs_input.options());
     comm.reduce_scatter_tensor(out_flat, rs_input.contiguous(), pkb::ReduceOp::kSum);
     // `div_(world_size)`: on CUDA a bf16 tensor divided by a Python int is a
-    // multiply by fl32(1/W); spelled out so the CPU computes the same.
-    out_flat.mul_(static_cast<double>(1.0f / static_cast<float>(w)));
+    // multiply by fl32(1/W); spelled out so the CPU computes the same, with
+    // the factor passed as PyTorch passes a Python number (a wrapped 0-dim
+    // double tensor: the C++ Scalar overload of bf16 `mul_` rounds the factor
+    // to bf16 on the CPU, measured).
+    at::Tensor inv_w = at::scalar_tensor(static_cast<double>(1.0f / static_cast<float>(w)), at::TensorOptions().dtype(at::kDouble));
+    inv_w.unsafeGetTensorImpl()->set_wrapped_number(true);
+    out_flat.mul_(inv_w);
     at::Tensor x = out_flat.view({chunk / hidden, hidden}).to(at::kFloat);
     at::Tensor gn = gamma.to(at::kFloat);
     at::Tensor rms = at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true).add(eps));

@@ -18,7 +18,9 @@ TEST(Verdict, TrimKeepsErrorsFirstWithFileLine) {
       "      |           ;\n"
       "x.cpp:41:3: note: to match this\n";
   const std::string t = trim_diagnostics(log, 12);
-  EXPECT_EQ(t.find("x.cpp:40:12: error: expected ';'"), t.find("x.cpp")) << t;  // the error comes before warnings
+  ASSERT_NE(t.find("x.cpp:40:12: error: expected ';'"), std::string::npos) << t;
+  EXPECT_LT(t.find("x.cpp:40:12: error"), t.find("warning")) << t;  // the error comes before the warnings
+  EXPECT_EQ(t.find("In file included from x.cpp:1:"), 0u) << t;     // with its context
   EXPECT_NE(t.find("   40 |   return 1"), std::string::npos) << t;
   EXPECT_NE(t.find("x.cpp: In function 'int f()':"), std::string::npos) << t;
   EXPECT_NE(t.find("note: to match this"), std::string::npos) << t;

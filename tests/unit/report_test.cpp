@@ -33,5 +33,24 @@ TEST(Report, NoLegendWithoutMechanisms) {
   EXPECT_EQ(std::count(skip_row.begin(), skip_row.end(), '|'), 11) << skip_row;
 }
 
+TEST(Report, SpeedupsNotMeasuredOnOneGpuPerRankAreMarked) {
+  Json gpu = record("reference");
+  gpu["device"] = "cuda";
+  gpu["speedup"] = 1.5;
+  Json shared = gpu;
+  shared["problem_id"] = 2;
+  shared["slug"] = "allgather";
+  shared["shared_gpu"] = true;
+  std::string md = summary_markdown({gpu}, {});
+  EXPECT_NE(md.find("| 1.50x |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("\xe2\x80\xa0"), std::string::npos) << md;  // no dagger, no footnote
+  md = summary_markdown({gpu, shared}, {});
+  EXPECT_NE(md.find("| 1.50x\xe2\x80\xa0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("do not measure NVLink"), std::string::npos) << md;
+  Json cpu = gpu;
+  cpu["device"] = "cpu";
+  EXPECT_NE(summary_markdown({cpu}, {}).find("| 1.50x\xe2\x80\xa0 |"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pkb

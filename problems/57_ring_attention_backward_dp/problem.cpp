@@ -1,0 +1,274 @@
+// Ring-attention backward (dQ, dK, dV) over a context-parallel group, then
+// data-parallel gradient averaging (CP × DP, Megatron order "cp-dp": rank =
+// dp_idx·cp + cp_idx). K/V blocks travel around the CP ring in bf16 while a
+// second ring carries the fp32 dK/dV accumulators of each block back to its
+// owner, as in zhuzilin's ring-flash-attention backward.
+#include "pkb/problem.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace {
+
+constexpr int64_t kHeads = 8;
+constexpr int64_t kHeadDim = 64;
+
+// The ring over a process group: this rank's position c in it and the
+// global ranks of the group in group order.
+struct Ring {
+  pkb::Group group;
+  std::vector<int64_t> ranks;
+  int c = 0;
+  int size() const { return static_cast<int>(ranks.size()); }
+  int next() const { return static_cast<int>(ranks[(c + 1) % size()]); }
+  int prev() const { return static_cast<int>(ranks[(c - 1 + size()) % size()]); }
+};
+
+// Sends `out` to the next rank of the ring and receives `in` from the
+// previous one. The published code posts one batch_isend_irecv per step; the
+// facade's point-to-point calls are blocking, so even positions send first
+// and odd positions receive first (no deadlock at any ring size).
+void ring_shift(pkb::Collectives& comm, const Ring& ring, const at::Tensor& out, at::Tensor& in, int tag) {
+  if (ring.c % 2 == 0) {
+    comm.send(out, ring.next(), tag, ring.group);
+    comm.recv(in, ring.prev(), tag, ring.group);
+  } else {
+    comm.recv(in, ring.prev(), tag, ring.group);
+    comm.send(out, ring.next(), tag, ring.group);
+  }
+}
+
+// The block backward for local queries against a held K/V block, fp32.
+// lse is (B, H, S, 1). Returns dQ, dK, dV as (B, S, H, D) fp32.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attn_backward(const at::Tensor& dout, const at::Tensor& q,
+                                                                   const at::Tensor& k, const at::Tensor& v,
+                                                                   const at::Tensor& out, const at::Tensor& lse,
+                                                                   double scale, bool causal) {
+  at::Tensor qh = q.transpose(1, 2).to(at::kFloat);
+  at::Tensor kh = k.transpose(1, 2).to(at::kFloat);
+  at::Tensor vh = v.transpose(1, 2).to(at::kFloat);
+  at::Tensor doh = dout.transpose(1, 2).to(at::kFloat);
+  at::Tensor outh = out.transpose(1, 2).to(at::kFloat);
+  at::Tensor scores = at::matmul(qh, kh.transpose(-2, -1)) * scale;
+  if (causal) {
+    at::Tensor mask = at::triu(at::ones({q.size(1), k.size(1)}, q.options().dtype(at::kBool)), 1);
+    scores.masked_fill_(mask.unsqueeze(0).unsqueeze(0), -std::numeric_limits<double>::infinity());
+  }
+  at::Tensor probs = at::exp(scores - lse);
+  at::Tensor dp = at::matmul(doh, vh.transpose(-2, -1));
+  at::Tensor row_dot = (doh * outh).sum({-1}, /*keepdim=*/true);
+  at::Tensor ds = probs * (dp - row_dot);
+  at::Tensor dq = at::matmul(ds, kh) * scale;
+  at::Tensor dk = at::matmul(ds.transpose(-2, -1), qh) * scale;
+  at::Tensor dv = at::matmul(probs.transpose(-2, -1), doh);
+  return {dq.transpose(1, 2).contiguous(), dk.transpose(1, 2).contiguous(), dv.transpose(1, 2).contiguous()};
+}
+
+// Returns bf16 dq, dk, dv. dq accumulates this rank's queries over every
+// block in step order; the dK/dV accumulator of block j starts on its owner
+// with the owner's contribution and collects the contributions of ranks
+// j+1, j+2, ... as it travels, arriving back at j after the last step.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> ring_attn_backward(pkb::Collectives& comm, const Ring& ring,
+                                                                  const at::Tensor& dout, const at::Tensor& q,
+                                                                  at::Tensor k, at::Tensor v, const at::Tensor& out,
+                                                                  const at::Tensor& softmax_lse, double scale,
+                                                                  bool causal) {
+  const at::Tensor lse = softmax_lse.unsqueeze(-1);
+  const auto dtype = q.scalar_type();
+  const int n = ring.size();
+  if (n == 1) {
+    auto [dq, dk, dv] = local_attn_backward(dout, q, k, v, out, lse, scale, causal);
+    return {dq.to(dtype), dk.to(k.scalar_type()), dv.to(v.scalar_type())};
+  }
+  at::Tensor dq, dk, dv, next_dk, next_dv;
+  for (int step = 0; step < n; ++step) {
+    at::Tensor next_k, next_v;
+    if (step + 1 != n) {
+      next_k = at::empty_like(k);
+      next_v = at::empty_like(v);
+      ring_shift(comm, ring, k, next_k, 0);
+      ring_shift(comm, ring, v, next_v, 1);
+    }
+    if (step <= ring.c || !causal) {
+      auto [bdq, bdk, bdv] = local_attn_backward(dout, q, k, v, out, lse, scale, causal && step == 0);
+      if (!dq.defined()) {
+        dq = bdq.to(at::kFloat);
+        dk = bdk.to(at::kFloat);
+        dv = bdv.to(at::kFloat);
+      } else {
+        dq = dq + bdq.to(at::kFloat);
+        dk = bdk.to(at::kFloat) + next_dk;
+        dv = bdv.to(at::kFloat) + next_dv;
+      }
+    } else if (step != 0) {
+      dk = next_dk;
+      dv = next_dv;
+    }
+    if (step + 1 != n) {
+      k = next_k;
+      v = next_v;
+    }
+    // The fp32 accumulators move on every step (n sends in all).
+    next_dk = at::empty_like(dk);
+    next_dv = at::empty_like(dv);
+    ring_shift(comm, ring, dk, next_dk, 2);
+    ring_shift(comm, ring, dv, next_dv, 3);
+  }
+  return {dq.to(dtype), next_dk.to(k.scalar_type()), next_dv.to(v.scalar_type())};
+}
+
+std::vector<int64_t> iota(int64_t start, int64_t step, int64_t count) {
+  std::vector<int64_t> v(count);
+  for (int64_t i = 0; i < count; ++i) v[i] = start + i * step;
+  return v;
+}
+
+class RingAttentionBackwardDp : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{57,
+                                    "ring_attention_backward_dp",
+                                    "Ring-attention backward (dQ/dK/dV) over a CP group, followed by data-parallel "
+                                    "gradient averaging",
+                                    "Data Parallel",
+                                    "zhuzilin ring-flash-attention backward; Megatron-style CP x DP layout (order "
+                                    "cp-dp)",
+                                    "W divides 8 (dp = 2, cp = W/2)"};
+    return s;
+  }
+
+  std::string check_world(int world) const override {
+    if (world < 1 || kHeads % world != 0)
+      return "the published harness asserts num_heads (8) % world_size == 0: W must divide 8";
+    return "";
+  }
+
+  // Seed as published: 42 + 58·1000 + 100·dp_idx + cp_idx + 1 000 003·trial
+  // (unique per rank); q, k, v, dout drawn in that order. out and
+  // softmax_lse come from the local q, k, v only (non-causal, fp32).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    const int64_t dp = dp_size(req.world), cp = req.world / dp;
+    const int64_t cp_rank = req.rank % cp, dp_rank = req.rank / cp;
+    const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
+    const int64_t s = std::max<int64_t>(1, t / cp);
+    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    at::manual_seed(42ull + 58ull * 1000 + 100ull * static_cast<uint64_t>(dp_rank) + static_cast<uint64_t>(cp_rank) +
+                    1000003ull * static_cast<uint64_t>(req.trial));
+    at::Tensor q = at::randn({b, s, kHeads, kHeadDim}, opts);
+    at::Tensor k = at::randn({b, s, kHeads, kHeadDim}, opts);
+    at::Tensor v = at::randn({b, s, kHeads, kHeadDim}, opts);
+    at::Tensor dout = at::randn({b, s, kHeads, kHeadDim}, opts);
+    const double scale = std::pow(static_cast<double>(kHeadDim), -0.5);
+    at::Tensor qh = q.transpose(1, 2).to(at::kFloat);
+    at::Tensor kh = k.transpose(1, 2).to(at::kFloat);
+    at::Tensor vh = v.transpose(1, 2).to(at::kFloat);
+    at::Tensor scores = at::matmul(qh, kh.transpose(-2, -1)) * scale;
+    at::Tensor lse = at::logsumexp(scores, {-1});
+    at::Tensor out = at::matmul(at::softmax(scores, -1), vh).transpose(1, 2).contiguous().to(req.dtype);
+    pkb::Inputs in;
+    in.add("dout", dout);
+    in.add("q", q);
+    in.add("k", k);
+    in.add("v", v);
+    in.add("out", out);
+    in.add("softmax_lse", lse);
+    in.add("softmax_scale", pkb::None{});
+    in.add("causal", false);
+    in.add("cp_group", pkb::GroupRanks{iota(dp_rank * cp, 1, cp)});
+    in.add("dp_group", pkb::GroupRanks{iota(cp_rank, cp, dp)});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const at::Tensor& dout = in.tensor(0);
+    const at::Tensor& q = in.tensor(1);
+    const double scale = std::holds_alternative<pkb::None>(in.at(6).value)
+                             ? std::pow(static_cast<double>(q.size(-1)), -0.5)
+                             : in.real(6);
+    const bool causal = in.boolean(7);
+    build_layout(comm);
+    Ring ring;
+    ring.ranks = in.group(8).ranks;
+    ring.group = resolve(comm, in.group(8));
+    ring.c = comm.rank(ring.group);
+    PKB_CHECK(ring.c >= 0, "this rank is not in its CP group");
+
+    auto [dq, dk, dv] = ring_attn_backward(comm, ring, dout, q.contiguous(), in.tensor(2).contiguous(),
+                                           in.tensor(3).contiguous(), in.tensor(4), in.tensor(5), scale, causal);
+    if (!std::holds_alternative<pkb::None>(in.at(9).value)) {
+      const pkb::Group dp_group = resolve(comm, in.group(9));
+      const int64_t dp = static_cast<int64_t>(in.group(9).ranks.size());
+      if (dp > 1) {
+        for (at::Tensor* g : {&dq, &dk, &dv}) {
+          comm.all_reduce(*g, pkb::ReduceOp::kSum, dp_group);
+          g->div_(dp);
+        }
+      }
+    }
+    return {dq, dk, dv};
+  }
+
+  // Per rank, X = B·S·H·D elements of one block, e = 2 bytes, cp ranks in
+  // the ring, dp replicas:
+  //   NVLink: K/V ring (cp-1)·2·X·e (bf16), dK/dV ring cp·2·X·4 (fp32: the
+  //           accumulators move cp times, the last hop returning them to
+  //           their owner; none when cp = 1), DP all-reduces
+  //           3 · 2(dp-1)/dp · X·e;
+  //   HBM:    per block q, k, v, dout, out read (5·X·e), the fp32 (B,H,S,S)
+  //           scores/probs/dP/dS written and read about 8 times
+  //           (32·B·H·S²), fp32 dq/dk/dv accumulators read and written
+  //           (6·X·4); cp blocks;
+  //   FLOPs:  per block 5 GEMMs of 2·B·H·S²·D (QKᵀ, dO·Vᵀ, dS·K, dSᵀ·Q,
+  //           Pᵀ·dO) = 10·B·H·S²·D; cp blocks.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& q = in.tensor(1);
+    const double b = q.size(0), s = q.size(1), h = q.size(2), d = q.size(3);
+    const double x = b * s * h * d, e = static_cast<double>(q.element_size());
+    const double cp = static_cast<double>(in.group(8).ranks.size());
+    const double dp = std::holds_alternative<pkb::None>(in.at(9).value)
+                          ? 1.0
+                          : static_cast<double>(in.group(9).ranks.size());
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (cp - 1) * 2.0 * x * e + (cp > 1 ? cp * 2.0 * x * 4.0 : 0.0) +
+                              (dp > 1 ? 3.0 * 2.0 * (dp - 1) / dp * x * e : 0.0);
+    c.hbm_bytes_per_rank = cp * (5.0 * x * e + 32.0 * b * h * s * s + 24.0 * x);
+    c.flops_per_rank = cp * 10.0 * b * h * s * s * d;
+    return c;
+  }
+
+ private:
+  static int64_t dp_size(int64_t world) { return std::min<int64_t>(2, world); }
+
+  // As the published harness: an (unused) all-ranks group first, then every
+  // DP group (strided), then every CP group (contiguous); once per facade.
+  void build_layout(pkb::Collectives& comm) const {
+    const int64_t world = comm.world_size(), dp = dp_size(world), cp = world / dp;
+    if (all_ranks_.count(&comm) == 0) all_ranks_.emplace(&comm, comm.new_group(iota(0, 1, world)));
+    std::vector<std::vector<int64_t>> layout;
+    for (int64_t c = 0; c < cp; ++c) layout.push_back(iota(c, cp, dp));
+    for (int64_t p = 0; p < dp; ++p) layout.push_back(iota(p * cp, 1, cp));
+    for (const auto& ranks : layout) {
+      auto key = std::make_pair(&comm, ranks);
+      if (groups_.count(key) == 0) groups_.emplace(key, comm.new_group(ranks));
+    }
+  }
+
+  pkb::Group resolve(pkb::Collectives& comm, const pkb::GroupRanks& g) const {
+    auto it = groups_.find(std::make_pair(&comm, g.ranks));
+    PKB_CHECK(it != groups_.end(), "process group argument is not part of the CP x DP layout");
+    return it->second;
+  }
+
+  mutable std::map<const pkb::Collectives*, pkb::Group> all_ranks_;
+  mutable std::map<std::pair<const pkb::Collectives*, std::vector<int64_t>>, pkb::Group> groups_;
+};
+
+}  // namespace
+
+PKB_PROBLEM(RingAttentionBackwardDp)

@@ -1,0 +1,97 @@
+// PhysicsNeMo's distributed 2-D real-to-complex FFT of a width-sharded field:
+// a full complex FFT along the (complete) height, an all-to-all that trades
+// the width shards for height shards, a full complex FFT along the width,
+// and truncation to the Wd/2 + 1 non-negative frequencies. Rank r ends with
+// rows [r·H/W, (r+1)·H/W) of rfft2(x_full, norm="ortho").
+#include "pkb/problem.h"
+
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+namespace {
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+class PhysicsnemoDistributedRfft : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{59,
+                                    "physicsnemo_distributed_rfft",
+                                    "2-D real-to-complex FFT of a width-sharded field via FFT -> all-to-all "
+                                    "transpose -> FFT -> truncate",
+                                    "Geometric/Spatial",
+                                    "NVIDIA PhysicsNeMo (distributed FFT utilities)",
+                                    "any"};
+    return s;
+  }
+
+  // Seeded with rank 0 on every rank (seed(59, 0, trial)): the full
+  // (B, H, Wd) float32 field is identical everywhere; rank r keeps columns
+  // [r·Wl, (r+1)·Wl). float32 regardless of the harness dtype.
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    at::manual_seed(pkb::seed_for(spec().id, 0, req.trial));
+    const int64_t b = std::max<int64_t>(1, req.m / 64);
+    const int64_t h = round_up(std::max<int64_t>(16, req.m), req.world);
+    const int64_t wd = round_up(std::max<int64_t>(16, req.n), req.world);
+    const int64_t wl = wd / req.world;
+    at::Tensor full = at::randn({b, h, wd}, at::TensorOptions().dtype(at::kFloat).device(req.device));
+    pkb::Inputs in;
+    in.add("x", full.narrow(2, req.rank * wl, wl).contiguous());
+    in.add("s.0", h);
+    in.add("s.1", wd);
+    in.add("dim.0", int64_t{1});
+    in.add("dim.1", int64_t{2});
+    in.add("norm", std::string("ortho"));
+    in.add("group", pkb::None{});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const at::Tensor& x = in.tensor(0);
+    const int64_t n0 = in.integer(1), n1 = in.integer(2);
+    const int64_t dim0 = in.integer(3), dim1 = in.integer(4);
+    const std::string& norm = in.str(5);
+    const int64_t world = comm.world_size();
+
+    at::Tensor x1 = at::fft_fft(x, n0, dim0, norm);  // complex64, full length along dim0
+
+    // dist.all_to_all of the W contiguous dim0-chunks: chunk j goes to rank
+    // j; the received blocks are concatenated along dim1 in source order.
+    // The facade moves them as one (W, ...) buffer, complex viewed as real
+    // pairs (what torch.distributed does for complex tensors).
+    const int64_t chunk = x1.size(dim0) / world;
+    at::Tensor send = at::stack(at::split(x1, chunk, dim0), 0).contiguous();
+    at::Tensor send_real = at::view_as_real(send).contiguous();
+    at::Tensor recv_real = at::empty_like(send_real);
+    comm.all_to_all_single(recv_real, send_real);
+    at::Tensor recv = at::view_as_complex(recv_real);
+    at::Tensor x1_tran = at::cat(recv.unbind(0), dim1);
+
+    at::Tensor x2 = at::fft_fft(x1_tran, n1, dim1, norm);
+    return {x2.narrow(dim1, 0, x2.size(dim1) / 2 + 1).contiguous()};
+  }
+
+  // Per rank, X = B·H·Wl elements of the local shard, Wd = W·Wl:
+  //   NVLink: the all-to-all sends (W-1)/W of the complex64 FFT output:
+  //           (W-1)/W·X·8 bytes;
+  //   HBM:    x read (4·X), the first FFT's output written and read (16·X),
+  //           the all-to-all pack and the concatenation (32·X), the second
+  //           FFT read and written (16·X), the truncated output (8·B·(H/W)·(Wd/2+1));
+  //   FLOPs:  5·n·log2(n) per complex transform of length n:
+  //           5·B·Wl·H·log2(H) + 5·B·(H/W)·Wd·log2(Wd).
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& x = in.tensor(0);
+    const double b = x.size(0), h = x.size(1), wl = x.size(2), w = world, wd = wl * w;
+    const double elems = b * h * wl;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (w - 1) / w * elems * 8.0;
+    c.hbm_bytes_per_rank = 4.0 * elems + 16.0 * elems + 32.0 * elems + 16.0 * elems + 8.0 * b * (h / w) * (wd / 2 + 1);
+    c.flops_per_rank = 5.0 * b * wl * h * std::log2(h) + 5.0 * b * (h / w) * wd * std::log2(wd);
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(PhysicsnemoDistributedRfft)

@@ -1,0 +1,110 @@
+// Backward of problem 65 (GraphBolt-style feature exchange): the gradient rows
+// go back through the same rank-shifted all-to-all, then rows that share a
+// seed id are summed (a COO matrix of ones times the received rows).
+#include "pkb/problem.h"
+
+#include <algorithm>
+
+namespace {
+
+class GnnFeatureExchangeAll2AllBackward : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{66, "gnn_feature_exchange_all2all_backward",
+                                    "Backward of 65: rank-shifted all-to-all of gradients, then scatter-add into "
+                                    "seed rows (sparse COO x dense)",
+                                    "Graph Parallel",
+                                    "GNN feature exchange backward (DGL GraphBolt cooperative-minibatching, inferred)",
+                                    "any"};
+    return s;
+  }
+
+  // RNG order as published: grad_output's randn (fp32), then the index randint.
+  // Inputs: grad_output (Tot, hid) fp32, seed_inverse_ids (Tot,) int64,
+  // seed_size, counts_sent.0..W-1, counts_received.0..W-1, group (None).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    const int64_t world = req.world;
+    const int64_t rows = std::max<int64_t>(64, std::min<int64_t>(req.m / world, 1024));
+    const int64_t hidden = std::max<int64_t>(8, std::min<int64_t>(req.n, 128));
+    const int64_t total = rows * world;
+    const int64_t seed_size = std::max<int64_t>(1, total / 2);
+    auto opts = at::TensorOptions().device(req.device);
+    at::Tensor grad = at::randn({total, hidden}, opts.dtype(at::kFloat));
+    at::Tensor ids = at::randint(0, seed_size, {total}, opts.dtype(at::kLong));
+    pkb::Inputs in;
+    in.add("grad_output", grad);
+    in.add("seed_inverse_ids", ids);
+    in.add("seed_size", seed_size);
+    for (int64_t d = 0; d < world; ++d) in.add("counts_sent." + std::to_string(d), rows);
+    for (int64_t d = 0; d < world; ++d) in.add("counts_received." + std::to_string(d), rows);
+    in.add("group", pkb::None{});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const int world = comm.world_size(), rank = comm.rank();
+    const at::Tensor& grad = in.tensor(0);
+    const at::Tensor& ids = in.tensor(1);
+    const int64_t seed_size = in.integer(2);
+    std::vector<int64_t> counts_sent(world), counts_received(world);
+    for (int d = 0; d < world; ++d) {
+      counts_sent[d] = in.integer(3 + d);
+      counts_received[d] = in.integer(3 + world + d);
+    }
+    int64_t out_rows = 0;
+    for (int64_t c : counts_received) out_rows += c;
+    std::vector<int64_t> out_shape = grad.sizes().vec();
+    out_shape[0] = out_rows;
+    at::Tensor out = at::empty(out_shape, grad.options());
+    // Output chunks by counts_received, input chunks by counts_sent; both
+    // lists rotated right by the rank (the entry exchanged with peer p is
+    // chunk (p - r) mod W), as in problem 65.
+    std::vector<at::Tensor> out_chunks = out.split_with_sizes(counts_received, 0);
+    std::vector<at::Tensor> in_chunks = grad.split_with_sizes(counts_sent, 0);
+    std::vector<at::Tensor> send_list;
+    std::vector<int64_t> send_splits(world), recv_splits(world);
+    for (int p = 0; p < world; ++p) {
+      const int c = ((p - rank) % world + world) % world;
+      send_list.push_back(in_chunks[c]);
+      send_splits[p] = in_chunks[c].size(0);
+      recv_splits[p] = out_chunks[c].size(0);
+    }
+    at::Tensor send = at::cat(send_list, 0);
+    at::Tensor recv = at::empty(out_shape, grad.options());
+    comm.all_to_all_single(recv, send, recv_splits, send_splits);
+    std::vector<at::Tensor> recv_chunks = recv.split_with_sizes(recv_splits, 0);
+    for (int p = 0; p < world; ++p) {
+      const int c = ((p - rank) % world + world) % world;
+      out_chunks[c].copy_(recv_chunks[p]);
+    }
+
+    // COO (seed_size x rows) with a one at (ids[j], j), times out: as
+    // published (torch.sparse.mm, i.e. _sparse_mm).
+    at::Tensor idx = at::empty({2, out_rows}, ids.options().dtype(at::kLong));
+    idx[0].copy_(ids);
+    idx[1].copy_(at::arange(out_rows, ids.options().dtype(at::kLong)));
+    at::Tensor coo = at::sparse_coo_tensor(idx, at::ones({out_rows}, grad.options()), {seed_size, out_rows});
+    return {at::_sparse_mm(coo, out)};
+  }
+
+  // NVLink: every chunk but chunk 0 (kept) leaves: (Tot - counts_sent[0]) rows
+  // of hid fp32. HBM: gradient read, exchanged rows written and read again,
+  // indices read, (seed_size, hid) result written. FLOPs: one add per
+  // element of the received rows.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& grad = in.tensor(0);
+    const double rows = static_cast<double>(grad.size(0)), hid = static_cast<double>(grad.size(1));
+    const double e = grad.element_size();
+    const double kept = static_cast<double>(in.integer(3));
+    const double seed_size = static_cast<double>(in.integer(2));
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (rows - kept) * hid * e;
+    c.hbm_bytes_per_rank = 3.0 * rows * hid * e + rows * 8.0 + seed_size * hid * e;
+    c.flops_per_rank = rows * hid;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(GnnFeatureExchangeAll2AllBackward)

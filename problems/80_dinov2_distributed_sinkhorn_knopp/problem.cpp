@@ -1,0 +1,83 @@
+// Distributed Sinkhorn-Knopp normalisation of teacher prototype scores
+// (DINOv2 `sinkhorn_knopp_teacher`): the batch is sharded over the ranks, the
+// prototype (row) sums and the total mass are all-reduced, the per-sample
+// (column) sums stay local. Everything is float32, whatever the run's dtype,
+// as published; the in-place updates run on a transposed view, as published.
+#include "pkb/problem.h"
+
+#include <algorithm>
+
+namespace {
+
+constexpr int64_t kPrototypes = 16384;
+
+class DinoSinkhornKnopp : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{80, "dinov2_distributed_sinkhorn_knopp",
+                                    "Distributed Sinkhorn-Knopp normalisation of teacher prototype scores",
+                                    "Data Parallel", "DINOv2 (sinkhorn_knopp_teacher of the DINO/iBOT loss)", "any"};
+    return s;
+  }
+
+  // Bl = max(512, min(M, 1024)) samples per rank, 16384 prototypes;
+  // teacher_output = 0.01 * randn, float32 (the run's dtype is ignored).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().device(req.device);
+    const int64_t local_batch = std::max<int64_t>(512, std::min<int64_t>(req.m, 1024));
+    at::Tensor teacher = at::randn({local_batch, kPrototypes}, opts.dtype(at::kFloat)) * 0.01;
+    at::Tensor n_masked = at::full({1}, local_batch, opts.dtype(at::kLong));
+    pkb::Inputs in;
+    in.add("teacher_output", teacher.contiguous());
+    in.add("teacher_temp", 0.07);
+    in.add("n_masked_patches_tensor", n_masked);
+    in.add("n_iterations", int64_t{3});
+    in.add("group", pkb::None{});
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const at::Tensor& teacher = in.tensor(0);
+    const double temp = in.real(1);
+    const at::Tensor& n_masked = in.tensor(2);
+    const int64_t iterations = in.integer(3);
+    at::Tensor q = at::exp(teacher.to(at::kFloat) / temp).t();  // (K, Bl) view
+    at::Tensor total_batch = n_masked.to(q.device(), q.scalar_type()).clone();
+    comm.all_reduce(total_batch);
+    const int64_t num_prototypes = q.size(0);
+    at::Tensor total_mass = q.sum();
+    comm.all_reduce(total_mass);
+    q.div_(total_mass);
+    for (int64_t it = 0; it < iterations; ++it) {
+      at::Tensor row_sum = q.sum(1, /*keepdim=*/true);
+      comm.all_reduce(row_sum);
+      q.div_(row_sum);
+      q.div_(num_prototypes);
+      q.div_(q.sum(0, /*keepdim=*/true));
+      q.div_(total_batch);
+    }
+    q.mul_(total_batch);
+    return {q.t().contiguous()};
+  }
+
+  // NVLink: all-reduces of 1 (count) + 1 (mass) + n_iter * K float32 values,
+  // 2(W-1)/W of each. HBM: the scores read once and the output written once
+  // (a fused kernel keeping the Bl x K block on chip; the reference makes
+  // ~10 passes). FLOPs: exp + divide, then per iteration a row-sum add, two
+  // divides, a column-sum add and a divide, then the final multiply:
+  // (2 + 5 n_iter + 1) per element (= 18 at n_iter 3).
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& t = in.tensor(0);
+    const double elems = static_cast<double>(t.numel()), w = world;
+    const double iters = static_cast<double>(in.integer(3)), k = static_cast<double>(t.size(1));
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * 4.0 * (2.0 + iters * k);
+    c.hbm_bytes_per_rank = 2.0 * elems * 4.0;
+    c.flops_per_rank = (3.0 + 5.0 * iters) * elems;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(DinoSinkhornKnopp)

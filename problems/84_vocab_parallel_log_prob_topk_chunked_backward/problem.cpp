@@ -1,0 +1,172 @@
+// Backward of problem 83 (NeMo-RL chunked log-probs, inferred): per chunk of
+// batch·chunk_size tokens, an all-to-all to the token shard, the bf16
+// top-k/top-p filter with its keep mask, the float32 softmax gradient of the
+// target log-probability, and a reverse all-to-all that returns each rank's
+// vocab shard of the gradient (float32).
+#include "pkb/problem.h"
+
+#include <algorithm>
+#include <limits>
+#include <tuple>
+#include <utility>
+
+namespace {
+
+constexpr int64_t kVocab = 256;
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The published _apply_top_k_top_p of problem 84, op for op (bf16 sort,
+// softmax and cumsum outputs; the threshold by slicing): the filtered logits
+// and the keep mask (undefined when nothing is filtered).
+std::pair<at::Tensor, at::Tensor> apply_top_k_top_p(const at::Tensor& logits, int64_t top_k, double top_p) {
+  const bool need_k = top_k > 0, need_p = top_p < 1.0;
+  if (!need_k && !need_p) return {logits, at::Tensor()};
+  const auto shape = logits.sizes().vec();
+  const int64_t vocab = logits.size(-1);
+  at::Tensor l2 = logits.reshape({-1, vocab});
+  if (need_k) top_k = std::min(top_k, vocab);
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  if (need_k && !need_p) {
+    at::Tensor values = std::get<0>(at::topk(l2, top_k, -1));
+    at::Tensor threshold = values.narrow(-1, top_k - 1, 1).expand_as(l2);
+    at::Tensor keep = l2.ge(threshold);
+    return {l2.masked_fill(keep.logical_not(), neg_inf).reshape(shape), keep.reshape(shape)};
+  }
+  auto [sorted, idx] = l2.sort(-1, /*descending=*/false);
+  at::Tensor top_k_mask;
+  if (need_k) {
+    const int64_t k_index = sorted.size(-1) - top_k;
+    at::Tensor threshold = sorted.slice(-1, k_index, k_index + 1);
+    top_k_mask = sorted.ge(threshold);
+    sorted = sorted.masked_fill(top_k_mask.logical_not(), neg_inf);
+  }
+  at::Tensor probs = sorted.softmax(-1);
+  at::Tensor top_p_mask = at::cumsum(probs, -1).gt(1.0 - top_p);
+  top_p_mask.select(-1, top_p_mask.size(-1) - 1).fill_(true);  // always keep the largest
+  sorted = sorted.masked_fill(top_p_mask.logical_not(), neg_inf);
+  at::Tensor keep_sorted = top_k_mask.defined() ? top_p_mask.logical_and(top_k_mask) : top_p_mask;
+  at::Tensor filtered = sorted.scatter(-1, idx, sorted);
+  at::Tensor keep = keep_sorted.scatter(-1, idx, keep_sorted);
+  return {filtered.reshape(shape), keep.reshape(shape)};
+}
+
+// (num_tokens, Vl) vocab-sharded -> (num_tokens / W, W·Vl) token-sharded.
+at::Tensor all_to_all_vp_to_seq(pkb::Collectives& comm, const at::Tensor& logits) {
+  const int64_t world = comm.world_size();
+  const int64_t tokens = logits.size(0), local_vocab = logits.size(1), local_tokens = tokens / world;
+  at::Tensor in = logits.contiguous().flatten();
+  at::Tensor out = at::empty_like(in);
+  comm.all_to_all_single(out, in);
+  return out.view({world, local_tokens, local_vocab}).permute({1, 0, 2}).reshape({local_tokens, world * local_vocab});
+}
+
+// (Tl, V) token-sharded -> (W·Tl, V/W): vocab block j of every local token to rank j.
+at::Tensor all_to_all_seq_to_vp(pkb::Collectives& comm, const at::Tensor& logits) {
+  const int64_t world = comm.world_size();
+  const int64_t local_tokens = logits.size(0), local_vocab = logits.size(1) / world;
+  at::Tensor send = logits.reshape({local_tokens, world, local_vocab}).permute({1, 0, 2}).contiguous().flatten();
+  at::Tensor recv = at::empty_like(send);
+  comm.all_to_all_single(recv, send);
+  return recv.reshape({world * local_tokens, local_vocab});
+}
+
+class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
+ public:
+  const pkb::ProblemSpec& spec() const override {
+    static const pkb::ProblemSpec s{84, "vocab_parallel_log_prob_topk_chunked_backward",
+                                    "Backward of the chunked top-k/top-p log-prob w.r.t. vocab-parallel logits",
+                                    "Vocab Parallel", "NeMo-RL GRPO loss, chunked vocab-parallel log-probs (inferred)",
+                                    "W divides 256, batch·seq and batch·chunk_size"};
+    return s;
+  }
+
+  // The vocabulary (256) is split evenly; batch·seq and batch·chunk_size are
+  // multiples of W by construction (seq and chunk_size are rounded up to one).
+  std::string check_world(int world) const override {
+    if (world < 1 || kVocab % world != 0) return "the world size must divide the 256-word vocabulary";
+    return "";
+  }
+
+  // batch = max(1, min(M/512, 4)), seq = roundup(max(W, min(M/128, 32)), W);
+  // logits (batch, seq, 256/W) randn in the run's dtype, + 8 (rounded) at the
+  // target's column when this rank holds it; target = (19 i + 5 + trial) mod 256;
+  // grad_output = linspace(-1, 1, batch·seq) in bf16;
+  // chunk_size = min(roundup(max(W, seq/4), W), seq).
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().device(req.device);
+    const int64_t w = req.world;
+    const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(req.m / 512, 4));
+    const int64_t seq = round_up(std::max<int64_t>(w, std::min<int64_t>(req.m / 128, 32)), w);
+    const int64_t local_vocab = kVocab / w;
+    at::Tensor logits = at::randn({batch, seq, local_vocab}, opts.dtype(req.dtype));
+    at::Tensor ids = at::arange(batch * seq, opts.dtype(at::kLong));
+    at::Tensor target = at::remainder(ids * 19 + 5 + req.trial, kVocab).reshape({batch, seq});
+    at::Tensor global_vocab = req.rank * local_vocab + at::arange(local_vocab, opts.dtype(at::kLong));
+    at::Tensor target_mask = global_vocab.view({1, 1, local_vocab}).eq(target.unsqueeze(-1));
+    logits = logits + target_mask.to(logits.scalar_type()) * 8.0;
+    pkb::Inputs in;
+    in.add("vocab_parallel_logits", logits.contiguous());
+    in.add("target", target.contiguous());
+    at::Tensor grad_output = at::linspace(-1.0, 1.0, batch * seq, opts.dtype(at::kBFloat16)).reshape({batch, seq});
+    in.add("grad_output", grad_output.contiguous());
+    in.add("tp_group", pkb::None{});
+    in.add("top_k", int64_t{10});
+    in.add("top_p", 0.9);
+    in.add("chunk_size", std::min(round_up(std::max<int64_t>(w, seq / 4), w), seq));
+    return in;
+  }
+
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    const at::Tensor& vp_logits = in.tensor(0);
+    const at::Tensor& target = in.tensor(1);
+    const at::Tensor& grad_output = in.tensor(2);
+    const int64_t top_k = in.integer(4);
+    const double top_p = in.real(5);
+    const int64_t chunk_size = in.integer(6);
+    const int64_t world = comm.world_size(), rank = comm.rank();
+    const int64_t batch = vp_logits.size(0), seq = vp_logits.size(1), local_vocab = vp_logits.size(2);
+    const int64_t tokens = batch * seq, chunk_tokens = batch * std::max<int64_t>(1, chunk_size);
+    PKB_CHECK(tokens % world == 0, "B*S=", tokens, " must be divisible by tensor parallel size ", world);
+    PKB_CHECK(chunk_tokens % world == 0, "B*chunk_size=", chunk_tokens, " must be divisible by tp size ", world);
+    at::Tensor logits_2d = vp_logits.reshape({tokens, local_vocab});
+    at::Tensor target_flat = target.reshape({-1}), grad_flat = grad_output.reshape({-1});
+    std::vector<at::Tensor> grad_chunks;
+    for (int64_t start = 0; start < tokens; start += chunk_tokens) {
+      const int64_t end = std::min(start + chunk_tokens, tokens), local_tokens = (end - start) / world;
+      at::Tensor target_local = target_flat.slice(0, start, end).slice(0, rank * local_tokens, (rank + 1) * local_tokens);
+      at::Tensor grad_local = grad_flat.slice(0, start, end).slice(0, rank * local_tokens, (rank + 1) * local_tokens);
+      at::Tensor seq_logits = all_to_all_vp_to_seq(comm, logits_2d.slice(0, start, end));
+      auto [filtered, keep] = apply_top_k_top_p(seq_logits, top_k, top_p);
+      at::Tensor probs = at::softmax(filtered.to(at::kFloat), -1);
+      at::Tensor grad_seq = -probs;
+      at::Tensor rows = at::arange(local_tokens, target_local.options());
+      // grad_seq[rows, target] += 1.0 (a gather, an add, an index_put).
+      grad_seq.index_put_({rows, target_local}, grad_seq.index({rows, target_local}) + 1.0);
+      grad_seq.mul_(grad_local.unsqueeze(-1));
+      if (keep.defined()) grad_seq.mul_(keep);
+      grad_chunks.push_back(all_to_all_seq_to_vp(comm, grad_seq));
+    }
+    return {at::cat(grad_chunks, 0).reshape({batch, seq, local_vocab})};
+  }
+
+  // N tokens, Vl = 256/W local vocabulary, e = logit bytes; summed over the
+  // chunks: NVLink (W-1)/W of the N·Vl bf16 logits out and of the N·Vl fp32
+  // gradient back. HBM: logits and grad_output read, the fp32 gradient shard
+  // written (N·Vl·4). FLOPs per local row of 256: sort, softmax, cumsum and
+  // the softmax gradient (~12 per element): (N/W)·256·(8 + 12).
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& l = in.tensor(0);
+    const double n = static_cast<double>(l.size(0) * l.size(1)), vl = static_cast<double>(l.size(2));
+    const double e = static_cast<double>(l.element_size()), w = world;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (w - 1) / w * n * vl * (e + 4.0);
+    c.hbm_bytes_per_rank = n * vl * e + 2.0 * n + n * vl * 4.0;
+    c.flops_per_rank = (n / w) * kVocab * 20.0;
+    return c;
+  }
+};
+
+}  // namespace
+
+PKB_PROBLEM(VocabParallelLogProbTopkChunkedBackward)

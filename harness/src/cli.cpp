@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli_agentic.h"
 #include "driver/commands.h"
 #include "worker/worker.h"
 
@@ -146,6 +147,8 @@ Cli make_cli() {
   add_score(app, cli, std::make_shared<ScoreOptions>());
   add_leaderboard(app, cli, std::make_shared<LeaderboardOptions>());
   add_merge(app, cli, std::make_shared<MergeOptions>());
+  add_try(app, cli);
+  add_agent(app, cli);
 
   auto job = std::make_shared<std::string>();
   auto* worker = app.add_subcommand("worker", "");  // internal: one rank, started by the driver

@@ -35,4 +35,17 @@ n=$(grep -c . "$dir/all.jsonl")
 [ "$n" = 8 ] || { echo "FAIL: expected 8 merged records, found $n"; fail=1; }
 ids=$(grep -o '"problem_id":[0-9]*' "$dir/all.jsonl" | sort -u | wc -l)
 [ "$ids" = 8 ] || { echo "FAIL: shards did not cover problems 1-8 once each ($ids distinct)"; fail=1; }
+# Without --out, records go to results/<name>-<UTC time>.jsonl under the
+# working directory, named on stderr, never overwritten; pkb score reads them.
+expect 0 "run without --out" -- bash -c "cd '$dir' && '$pkb' run --device cpu --problems 1 --no-perf --trials 1"
+grep -q "results go to results/reference-[0-9]*T[0-9]*Z.jsonl" "$dir/out.txt" || { echo "FAIL: run did not name its results file"; fail=1; }
+expect 0 "second run without --out" -- bash -c "cd '$dir' && '$pkb' run --device cpu --problems 1 --no-perf --trials 1"
+n=$(ls "$dir"/results/reference-*.jsonl 2>/dev/null | wc -l)
+[ "$n" = 2 ] || { echo "FAIL: expected 2 results files under results/, found $n"; fail=1; }
+for f in "$dir"/results/reference-*.jsonl; do
+  [ "$(grep -c . "$f")" = 1 ] || { echo "FAIL: $f does not hold one record"; fail=1; }
+done
+expect 0 "score a default results file" -- "$pkb" score "$(ls "$dir"/results/reference-*.jsonl | head -1)"
+grep -q '"reference"' "$dir/out.txt" || { echo "FAIL: scores of the default results file lack the run"; fail=1; }
+expect 2 "resume without --out" -- "$pkb" run --device cpu --problems 1 --no-perf --trials 1 --resume
 exit $fail

@@ -5,7 +5,7 @@
 namespace pkb {
 
 namespace {
-constexpr const char* kNames[] = {"harness_error",  "compile_error", "forbidden_api", "load_error",
+constexpr const char* kNames[] = {"harness_error",  "agent_error",   "compile_error", "forbidden_api", "load_error",
                                   "shape_mismatch", "runtime_error", "timeout",       "output_mismatch",
                                   "timing_anomaly", "correct"};
 }

@@ -8,6 +8,7 @@ namespace pkb {
 
 enum class Outcome {
   kHarnessError,   // not the candidate's fault; excluded from scores
+  kAgentError,     // pkb agent: the agent command failed, hung or wrote no candidate (nothing evaluated)
   kCompileError,
   kForbiddenApi,
   kLoadError,

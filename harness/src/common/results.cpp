@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -18,7 +20,9 @@ namespace pkb {
 std::string record_key(const Json& r) {
   return r.value("solutions", std::string("?")) + "|" + std::to_string(r.value("problem_id", 0)) + "|" +
          std::to_string(r.value("sample", 0)) + "|" + std::to_string(r.value("world_size", 0)) + "|" +
-         r.value("device", std::string("?"));
+         r.value("device", std::string("?")) +
+         // pkb agent: one record per step of a trajectory.
+         (r.contains("step") ? "|step" + std::to_string(r.value("step", 0)) : std::string());
 }
 
 JsonlWriter::JsonlWriter(const std::string& path, bool append) : path_(path) {
@@ -76,6 +80,25 @@ void write_file_atomic(const std::string& path, const std::string& text, bool ov
 
 bool speed_is_measured(const Json& record) {
   return record.value("device", std::string()) == "cuda" && !record.value("shared_gpu", false);
+}
+
+std::unique_ptr<JsonlWriter> open_new_results_file(const std::string& dir, const std::string& name) {
+  mkdir(dir.c_str(), 0755);
+  std::string safe;
+  for (char c : name) safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_';
+  if (safe.empty() || safe[0] == '.') safe = "run" + safe;
+  std::string stamp = utc_timestamp();  // 2026-12-01T08:30:00Z -> 20261201T083000Z
+  stamp.erase(std::remove_if(stamp.begin(), stamp.end(), [](char c) { return c == '-' || c == ':'; }), stamp.end());
+  const std::string stem = dir + "/" + safe + "-" + stamp;
+  for (int k = 1;; ++k) {
+    std::string path = stem + (k == 1 ? "" : "-" + std::to_string(k)) + ".jsonl";
+    if (file_exists(path)) continue;
+    try {
+      return std::make_unique<JsonlWriter>(path, /*append=*/false);  // O_EXCL: a racing run gets the next name
+    } catch (const Error&) {
+      if (!file_exists(path) || k > 1000) throw;
+    }
+  }
 }
 
 bool file_exists(const std::string& path) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +53,11 @@ void write_file_atomic(const std::string& path, const std::string& text, bool ov
 // (device "cuda", not shared_gpu). CPU runs and ranks sharing a GPU time Gloo
 // and host memory, not NVLink (NOTE [ranks sharing a GPU]).
 bool speed_is_measured(const Json& record);
+
+// A results file that did not exist: DIR/<name>-<UTC time>.jsonl (name made
+// safe for a file name; -2, -3, ... appended when a run of the same second
+// took it). Creates DIR.
+std::unique_ptr<JsonlWriter> open_new_results_file(const std::string& dir, const std::string& name);
 
 bool file_exists(const std::string& path);
 std::string utc_timestamp();

@@ -66,4 +66,24 @@ struct PromptOptions {
   std::string topology = "h100_sxm_8";  // the published benchmark's machine
 };
 
+// `pkb try PROBLEM FILE`: one candidate, one verdict. `run` holds the
+// evaluation flags shared with `pkb run` (device, nproc, trials, out, ...).
+struct TryOptions {
+  RunOptions run;
+  std::string problem, file;
+  bool json = false;  // the verdict as one JSON object
+};
+
+// `pkb agent PROBLEMS --agent CMD`: a command that writes candidates, run in a
+// loop of at most `steps` attempts per problem and sample (driver/agent_command.cpp).
+struct AgentOptions {
+  RunOptions run;  // run.problems, run.out (required), run.name, evaluation flags
+  std::string agent;
+  int steps = 5;
+  int samples = 1;
+  bool until_fast = false;
+  double agent_timeout_s = 600;
+  std::string dir;  // attempt folders; default: the --out file's name with .attempts for .jsonl
+};
+
 }  // namespace pkb

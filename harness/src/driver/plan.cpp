@@ -62,21 +62,26 @@ std::vector<std::pair<int, std::string>> find_candidates(const std::string& dir,
   return {found.begin(), found.end()};
 }
 
+PlanItem plan_item(const ProblemInfo& p, const std::string& source, int sample, const std::string& device,
+                   int world) {
+  std::string skip;
+  if (device == "cpu" && !p.spec.runs_on_cpu) skip = "cannot run on CPU: " + p.spec.cpu_skip_reason;
+  std::string why = p.problem->check_world(world);
+  if (skip.empty() && !why.empty()) skip = "world size " + std::to_string(world) + " not allowed: " + why;
+  return {&p, source, sample, skip};
+}
+
 std::vector<PlanItem> make_plan(const ProblemCatalog& catalog, const std::vector<int>& ids,
                                 const std::string& solutions, const std::string& device, int world) {
   std::vector<PlanItem> plan;
   for (int id : ids) {
     const ProblemInfo& p = catalog.by_id(id);
-    std::string skip;
-    if (device == "cpu" && !p.spec.runs_on_cpu) skip = "cannot run on CPU: " + p.spec.cpu_skip_reason;
-    std::string why = p.problem->check_world(world);
-    if (skip.empty() && !why.empty()) skip = "world size " + std::to_string(world) + " not allowed: " + why;
     if (solutions == "reference") {
-      plan.push_back({&p, "", 0, skip});
+      plan.push_back(plan_item(p, "", 0, device, world));
       continue;
     }
     auto cands = find_candidates(solutions, p, device);
-    for (const auto& [k, path] : cands) plan.push_back({&p, path, k, skip});
+    for (const auto& [k, path] : cands) plan.push_back(plan_item(p, path, k, device, world));
   }
   return plan;
 }

@@ -21,6 +21,11 @@ struct PlanItem {
 std::vector<std::pair<int, std::string>> find_candidates(const std::string& dir, const ProblemInfo& problem,
                                                          const std::string& device);
 
+// One item, with its skip reason when the problem cannot run on this device
+// or at this world size.
+PlanItem plan_item(const ProblemInfo& problem, const std::string& source, int sample, const std::string& device,
+                   int world);
+
 std::vector<PlanItem> make_plan(const ProblemCatalog& catalog, const std::vector<int>& ids,
                                 const std::string& solutions, const std::string& device, int world);
 

@@ -11,6 +11,7 @@
 #include "common/topology_io.h"
 #include "driver/commands.h"
 #include "driver/problem_catalog.h"
+#include "driver/prompt.h"
 
 namespace pkb {
 
@@ -30,13 +31,8 @@ std::string fenced(const std::string& lang, const std::string& body) {
 
 }  // namespace
 
-int cmd_prompt(const PromptOptions& o) {
-  ProblemCatalog catalog = ProblemCatalog::discover(build_dir());
-  std::vector<int> ids = catalog.select(o.problem);
-  PKB_CHECK(ids.size() == 1, "pkb prompt takes one problem, '", o.problem, "' selects ", ids.size());
-  const ProblemInfo& p = catalog.by_id(ids.front());
+std::string prompt_text(const ProblemInfo& p, const Topology& t) {
   const std::string src = source_dir();
-  Topology t = load_topology(o.topology, src);
   std::ostringstream out;
   out << "# Task: " << p.folder_name() << " - " << p.spec.title << "\n\n"
       << "Write one CUDA source file that computes exactly what the reference below computes, on every rank, "
@@ -67,7 +63,14 @@ int cmd_prompt(const PromptOptions& o) {
       << fenced("cuda", read_text(src + "/solutions/01_allreduce.cu")) << "\n"
       << "## Your answer\n\n"
       << "Reply with the whole file in one fenced ```cuda block; if you write several, the last one is used.\n";
-  std::printf("%s", out.str().c_str());
+  return out.str();
+}
+
+int cmd_prompt(const PromptOptions& o) {
+  ProblemCatalog catalog = ProblemCatalog::discover(build_dir());
+  std::vector<int> ids = catalog.select(o.problem);
+  PKB_CHECK(ids.size() == 1, "pkb prompt takes one problem, '", o.problem, "' selects ", ids.size());
+  std::printf("%s", prompt_text(catalog.by_id(ids.front()), load_topology(o.topology, source_dir())).c_str());
   return kExitAllCorrect;
 }
 

@@ -25,23 +25,11 @@
 #include "driver/mechanisms.h"
 #include "driver/plan.h"
 #include "driver/report.h"
+#include "driver/run_pipeline.h"
 
 namespace pkb {
 
 namespace {
-
-struct Settings {
-  RunOptions opts;
-  std::string device;
-  int world = 2;
-  int64_t m = 1024, n = 1024;
-  int warmup = 500, iters = 100;
-  std::string run_name, solutions_label;
-  Topology topology;
-  std::string work_dir;
-  std::string cuobjdump;  // empty: none found (records say "unknown")
-  GpuPlacement placement;  // cuda only
-};
 
 // The topology file matching this machine (NVML); without one, a topology
 // without rates, so records carry no roofline rather than a wrong one.
@@ -58,8 +46,10 @@ Topology detected_topology(const std::string& sources) {
   return t;
 }
 
-Settings resolve(const RunOptions& o, const std::string& sources) {
-  Settings s;
+}  // namespace
+
+RunSettings resolve_settings(const RunOptions& o, const std::string& sources) {
+  RunSettings s;
   s.opts = o;
   s.device = o.device;
   if (s.device == "auto") s.device = have_cuda_build() && visible_gpus() > 0 ? "cuda" : "cpu";
@@ -90,7 +80,7 @@ Settings resolve(const RunOptions& o, const std::string& sources) {
   return s;
 }
 
-Json base_record(const Settings& s, const PlanItem& item) {
+Json base_record(const RunSettings& s, const PlanItem& item) {
   const ProblemSpec& sp = item.problem->spec;
   Json r;
   r["schema_version"] = kResultSchemaVersion;
@@ -125,6 +115,8 @@ Json base_record(const Settings& s, const PlanItem& item) {
 // Times, speedup and roofline from the per-rank results: the slowest rank's
 // median is the run's time, its mean is kept beside it (NOTE [timing
 // protocol], step 4); see NOTE [roofline].
+namespace {
+
 void add_times(Json& r, const EvalResult& e, const Topology& topo) {
   double ref = 0, cand = 0, ref_med = 0, cand_med = 0;
   Json per_rank = Json::array();
@@ -167,7 +159,9 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
   }
 }
 
-Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* build, int index) {
+}  // namespace
+
+Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult* build, int index) {
   Json r = base_record(s, item);
   auto finish = [&](Outcome o, const std::string& reason) {
     r["outcome"] = outcome_name(o);
@@ -227,7 +221,18 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
   return finish(e.outcome, e.reason);
 }
 
-std::map<std::string, BuildResult> build_all(const Settings& s, const std::vector<PlanItem>& plan, Progress& progress) {
+Json evaluate_or_harness_error(const RunSettings& s, const PlanItem& item, const BuildResult* build, int index) {
+  try {
+    return evaluate_item(s, item, build, index);
+  } catch (const std::exception& e) {
+    Json r = base_record(s, item);
+    r["outcome"] = outcome_name(Outcome::kHarnessError);
+    r["reason"] = std::string("driver: ") + e.what();
+    return r;
+  }
+}
+
+std::map<std::string, BuildResult> build_all(const RunSettings& s, const std::vector<PlanItem>& plan, Progress& progress) {
   std::vector<std::string> sources;
   for (const auto& it : plan)
     if (!it.source.empty() && it.skip_reason.empty() &&
@@ -260,13 +265,11 @@ std::map<std::string, BuildResult> build_all(const Settings& s, const std::vecto
   return out;
 }
 
-}  // namespace
-
 int cmd_run(const RunOptions& opts) {
   // Phase: resolve what the user asked for.
   std::string bdir = build_dir();
   ProblemCatalog catalog = ProblemCatalog::discover(bdir);
-  Settings s = resolve(opts, source_dir());
+  RunSettings s = resolve_settings(opts, source_dir());
   std::vector<int> ids = catalog.select(opts.problems);
   if (opts.solutions != "reference") {
     struct stat st;
@@ -275,16 +278,21 @@ int cmd_run(const RunOptions& opts) {
   }
   // Phase: plan, and skip what is already recorded.
   std::vector<PlanItem> plan = make_plan(catalog, ids, opts.solutions, s.device, s.world);
-  std::set<std::string> done;
-  if (!opts.out.empty() && opts.resume) done = record_keys(opts.out);
-  std::unique_ptr<JsonlWriter> writer;
-  if (!opts.out.empty()) writer = std::make_unique<JsonlWriter>(opts.out, opts.resume);
-  mkdir(s.work_dir.c_str(), 0755);
-
-  std::vector<std::string> skipped;
   // The plan's order is deterministic (problem id, then sample), so shard i of
   // N is the same set of items on every node.
   auto [shard_i, shard_n] = opts.shard.empty() ? std::pair<int, int>{0, 1} : parse_shard(opts.shard);
+  PKB_CHECK(!opts.resume || !opts.out.empty(), "--resume continues the results file named by --out");
+  std::set<std::string> done;
+  if (opts.resume) done = record_keys(opts.out);
+  // Without --out, records still go to a file: results/<name>-<UTC time>.jsonl.
+  std::unique_ptr<JsonlWriter> writer =
+      opts.out.empty() ? open_new_results_file("results", s.run_name)
+                       : std::make_unique<JsonlWriter>(opts.out, opts.resume);
+  if (opts.out.empty())
+    std::fprintf(stderr, "pkb run: results go to %s (--out names another file)\n", writer->path().c_str());
+  mkdir(s.work_dir.c_str(), 0755);
+
+  std::vector<std::string> skipped;
   std::vector<PlanItem> todo;
   size_t already = 0;
   for (size_t k = 0; k < plan.size(); ++k) {
@@ -321,15 +329,8 @@ int cmd_run(const RunOptions& opts) {
   for (size_t i = 0; i < todo.size(); ++i) {
     const PlanItem& it = todo[i];
     const BuildResult* b = it.source.empty() ? nullptr : &builds.at(it.source);
-    Json r;
-    try {
-      r = evaluate_item(s, it, b, static_cast<int>(i));
-    } catch (const std::exception& e) {
-      r = base_record(s, it);
-      r["outcome"] = outcome_name(Outcome::kHarnessError);
-      r["reason"] = std::string("driver: ") + e.what();
-    }
-    if (writer) writer->append(r);
+    Json r = evaluate_or_harness_error(s, it, b, static_cast<int>(i));
+    writer->append(r);
     progress.finished(r);
     std::string o = r.value("outcome", std::string());
     harness_error |= o == "harness_error";
@@ -339,7 +340,7 @@ int cmd_run(const RunOptions& opts) {
 
   // Phase: report.
   std::printf("%s", summary_markdown(records, skipped).c_str());
-  if (writer) progress.note("results: " + writer->path());
+  progress.note("results: " + writer->path());
   if (harness_error) return kExitHarnessError;
   return all_correct ? kExitAllCorrect : kExitSomeNotCorrect;
 }

@@ -1,5 +1,6 @@
 #include "scores/leaderboard.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -86,10 +87,11 @@ Table overall_table(const Json& scores) {
     for (const auto& p : scores["p"]) t.header.push_back(fast_key(p.get<double>(), k.get<int>()));
   }
   t.header.push_back("geomean speedup");
-  std::vector<std::string> outcome_names;
-  if (!scores["models"].empty()) {
-    for (const auto& [name, count] : scores["models"].begin()->at("overall").at("outcomes").items()) {
-      outcome_names.push_back(name);
+  std::vector<std::string> outcome_names;  // every model's, in first-seen order (agent_error only where it happened)
+  for (const auto& [model_name, model] : scores["models"].items()) {
+    for (const auto& [name, count] : model.at("overall").at("outcomes").items()) {
+      if (std::find(outcome_names.begin(), outcome_names.end(), name) == outcome_names.end())
+        outcome_names.push_back(name);
     }
   }
   for (const auto& o : outcome_names) t.header.push_back(o);
@@ -104,6 +106,41 @@ Table overall_table(const Json& scores) {
     row.push_back(o["geomean_speedup"].is_number() ? fixed(o["geomean_speedup"].get<double>(), 2) + "x" : "-");
     for (const auto& name_o : outcome_names) row.push_back(std::to_string(o["outcomes"].value(name_o, 0)));
     row.push_back(std::to_string(o.value("harness_errors", 0)));
+    t.rows.push_back(row);
+  }
+  return t;
+}
+
+// pkb agent runs (NOTE [step budgets]): one row per step budget, per model
+// pass@ and fast1@ counts as in the category table; "-" where a model has no
+// such budget (or is no agent run). No rows: no model is an agent run.
+Table agentic_table(const Json& scores) {
+  Table t;
+  t.title = "By step budget (pkb agent)";
+  int k_lo = scores["k"].front().get<int>(), k_hi = k_lo, budget = 0;
+  for (const auto& k : scores["k"]) {
+    k_lo = std::min(k_lo, k.get<int>());
+    k_hi = std::max(k_hi, k.get<int>());
+  }
+  for (const auto& [name, model] : scores["models"].items())
+    if (model.contains("agentic")) budget = std::max(budget, model["agentic"].value("max_steps", 0));
+  if (budget == 0) return t;
+  const std::string k_label = k_lo == k_hi ? std::to_string(k_lo) : std::to_string(k_lo) + kArrow + std::to_string(k_hi);
+  t.header = {"Steps"};
+  for (const auto& [name, model] : scores["models"].items()) {
+    t.header.push_back(name + " pass@" + k_label);
+    t.header.push_back(name + " fast" + format_p(kTableP) + "@" + k_label);
+  }
+  for (int s = 1; s <= budget; ++s) {
+    std::vector<std::string> row = {std::to_string(s)};
+    for (const auto& [name, model] : scores["models"].items()) {
+      const Json* at = nullptr;
+      if (model.contains("agentic"))
+        for (const auto& b : model["agentic"]["by_steps"])
+          if (b.value("steps", 0) == s) at = &b;
+      row.push_back(at ? range_cell((*at)["counts"], pass_key(k_lo), pass_key(k_hi)) : "-");
+      row.push_back(at ? range_cell((*at)["counts"], fast_key(kTableP, k_lo), fast_key(kTableP, k_hi)) : "-");
+    }
     t.rows.push_back(row);
   }
   return t;
@@ -262,7 +299,9 @@ std::string render_leaderboard(const Json& scores, const std::string& format) {
   bool has_table_p = false;
   for (const auto& p : scores["p"]) has_table_p |= p.get<double>() == kTableP;
   PKB_CHECK(has_table_p, "the leaderboard shows fast", format_p(kTableP), ": score with it in --p");
-  const std::vector<Table> tables = {category_table(scores), overall_table(scores)};
+  std::vector<Table> tables = {category_table(scores), overall_table(scores)};
+  Table agentic = agentic_table(scores);
+  if (!agentic.rows.empty()) tables.push_back(agentic);
   std::ostringstream os;
   if (format == "md") {
     os << "# pkb leaderboard\n\n";

@@ -10,6 +10,7 @@
 
 #include "common/build_info.h"
 #include "common/outcome.h"
+#include "scores/agentic.h"
 #include "scores/problem_index.h"
 
 namespace pkb {
@@ -91,7 +92,8 @@ Json score_group(const ModelRecords& m, const std::vector<const ProblemEntry*>& 
     samples += s.n;
     correct += s.correct;
     harness_errors += s.harness_errors;
-    for (const auto& [name, count] : s.outcomes) outcomes[name] = outcomes[name].get<int>() + count;
+    // agent_error (pkb agent) is not among the zeroed ones: it appears only where it happened.
+    for (const auto& [name, count] : s.outcomes) outcomes[name] = outcomes.value(name, 0) + count;
     for (double x : s.speedups) {
       log_sum += std::log(x);
       ++timed;
@@ -136,9 +138,11 @@ void check_settings(const ScoreSettings& settings) {
 
 }  // namespace
 
-Json score_models(const std::vector<Json>& records, const ScoreSettings& settings,
+Json score_models(const std::vector<Json>& all_records, const ScoreSettings& settings,
                   std::vector<std::string>* warnings) {
   check_settings(settings);
+  // pkb agent's step records count once per trajectory (NOTE [step budgets]).
+  const std::vector<Json> records = collapse_trajectories(all_records, settings);
   std::vector<std::string> order;  // models in order of first appearance
   std::map<std::string, ModelRecords> models;
   int outside = 0, unmeasured = 0;
@@ -215,6 +219,8 @@ Json score_models(const std::vector<Json>& records, const ScoreSettings& setting
     for (double p : settings.p) curve.push_back(Json::array({p, model["overall"][fast_key(p, curve_k)]}));
     model["fast_p_curve_k"] = curve_k;
     model["fast_p_curve"] = curve;
+    Json agentic = score_step_budgets(all_records, name, settings);
+    if (!agentic.is_null()) model["agentic"] = agentic;
     out[name] = model;
     if (warnings) {
       for (const auto& [k, ids] : clamped) {

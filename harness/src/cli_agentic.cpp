@@ -1,0 +1,81 @@
+#include "cli_agentic.h"
+
+#include <CLI/CLI.hpp>
+
+#include "driver/commands.h"
+
+namespace pkb {
+
+namespace {
+
+// The evaluation flags of `pkb run` that one candidate's evaluation takes.
+void add_eval_flags(CLI::App* c, RunOptions& o) {
+  c->add_option("--device", o.device, "cuda, cpu, or auto (as for run)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  c->add_option("--nproc", o.nproc, "Ranks, one process each (default: every GPU for cuda, 2 for cpu)")
+      ->check(CLI::Range(1, 1024));
+  c->add_option("--ranks-per-gpu", o.ranks_per_gpu, "cuda: ranks per GPU (as for run; > 1 is correctness only)")
+      ->check(CLI::Range(0, 1024));
+  c->add_option("--trials", o.trials, "Correctness trials (fresh seeded inputs each)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  c->add_option("--base-shape", o.base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
+  c->add_flag("--no-perf", o.no_perf, "Check correctness only; skip timing");
+  c->add_option("--warmup", o.warmup, "Warm-up iterations per side (default 500 on cuda, 10 on cpu)")
+      ->check(CLI::Range(0, 1000000));
+  c->add_option("--iters", o.iters, "Timed iterations per side (default 100 on cuda, 20 on cpu)")
+      ->check(CLI::Range(1, 1000000));
+  c->add_option("--rounds", o.rounds, "Alternating reference/candidate rounds")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  c->add_option("--timeout", o.timeout_s, "Seconds per evaluation before all its ranks are killed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--compile-timeout", o.compile_timeout_s, "Seconds per candidate compile")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--topology", o.topology, "A topology/*.json name or path (default: the one matching this machine)");
+  c->add_option("--name", o.name, "Run name in records");
+}
+
+}  // namespace
+
+void add_try(CLI::App& app, Cli& cli) {
+  auto o = std::make_shared<TryOptions>();
+  auto* t = app.add_subcommand("try", "Build and evaluate one candidate file; print its verdict (for a model to read)");
+  t->add_option("problem", o->problem, "Id or slug")->required();
+  t->add_option("file", o->file, "The candidate: .cu, .cpp, or a raw model response (.md, .txt)")->required();
+  add_eval_flags(t, o->run);
+  t->add_flag("--json", o->json, "Print the verdict as one JSON object (fields: README, Trying one candidate)");
+  t->add_option("--out", o->run.out, "Also append the full result record to this JSONL file (must not exist)");
+  t->add_option("--work-dir", o->run.work_dir, "Job, results and rank logs (default /tmp/pkb-PID)");
+  t->callback([&cli, o] { cli.action = [o] { return cmd_try(*o); }; });
+}
+
+void add_agent(CLI::App& app, Cli& cli) {
+  auto o = std::make_shared<AgentOptions>();
+  auto* a = app.add_subcommand(
+      "agent", "Run an agent command in a loop: task, candidate, verdict, next step; one record per step");
+  a->add_option("problems", o->run.problems, "Selection, as for run --problems")->required();
+  a->add_option("--agent", o->agent,
+                "Shell command run in each step's folder; it reads $PKB_TASK, $PKB_VERDICT, $PKB_HISTORY and writes "
+                "$PKB_CANDIDATE (README, Agentic loops)")
+      ->required();
+  a->add_option("--steps", o->steps, "Attempts per problem and sample")->check(CLI::Range(1, 1000))->capture_default_str();
+  a->add_option("--samples", o->samples, "Independent trajectories per problem")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  a->add_flag("--until-fast", o->until_fast,
+              "Stop at the first correct candidate faster than the reference (one GPU per rank), not the first "
+              "correct one");
+  a->add_option("--agent-timeout", o->agent_timeout_s, "Seconds per agent command; then it and its children are killed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  a->add_option("--out", o->run.out, "Results file (JSONL, one record per step; must not exist)")->required();
+  a->add_option("--dir", o->dir, "Attempt folders (default: the --out name with .attempts for .jsonl; must be empty)");
+  add_eval_flags(a, o->run);
+  a->callback([&cli, o] { cli.action = [o] { return cmd_agent(*o); }; });
+}
+
+}  // namespace pkb

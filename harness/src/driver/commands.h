@@ -16,5 +16,6 @@ int cmd_prompt(const PromptOptions& opts);
 int cmd_score(const ScoreOptions& opts);
 int cmd_leaderboard(const LeaderboardOptions& opts);
 int cmd_merge(const MergeOptions& opts);
+int cmd_calibrate(const CalibrateOptions& opts);
 
 }  // namespace pkb

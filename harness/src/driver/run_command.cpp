@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/build_info.h"
+#include "common/calibration.h"
 #include "common/outcome.h"
 #include "common/results.h"
 #include "common/selection.h"
@@ -38,6 +39,7 @@ struct Settings {
   int warmup = 500, iters = 100;
   std::string run_name, solutions_label;
   Topology topology;
+  CalibratedChoice calibrated;  // roofline.calibrated (NOTE [calibrated roofline])
   std::string work_dir;
   std::string cuobjdump;  // empty: none found (records say "unknown")
   GpuPlacement placement;  // cuda only
@@ -86,6 +88,7 @@ Settings resolve(const RunOptions& o, const std::string& sources) {
   if (s.device == "cpu") s.topology = o.topology.empty() ? cpu_topology() : load_topology(o.topology, sources);
   else if (!o.topology.empty()) s.topology = load_topology(o.topology, sources);
   else s.topology = detected_topology(sources);
+  s.calibrated = choose_calibrated(o.calibrated, s.device, sources);
   s.work_dir = o.work_dir.empty() ? "/tmp/pkb-" + std::to_string(getpid()) : o.work_dir;
   return s;
 }
@@ -222,6 +225,7 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
     if (rj.contains("trials")) trials.push_back({{"rank", rj.value("rank", -1)}, {"trials", rj["trials"]}});
   r["errors"] = trials;
   add_times(r, e, s.topology);
+  add_calibrated_roofline(r, s.calibrated);
   for (const auto& rj : e.ranks)
     if (rj.contains("recheck") && rj["recheck"].value("outcome", "") != "correct") r["recheck"] = rj["recheck"];
   return finish(e.outcome, e.reason);

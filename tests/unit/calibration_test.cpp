@@ -299,6 +299,19 @@ TEST(Calibration, WriteNeverReplacesWithoutForce) {
   EXPECT_THROW(write_new_file(dir + "/no/such/dir/x.json", "x", false), Error);
 }
 
+TEST(Calibration, SummaryNamesEachRateAndItsSource) {
+  std::string s = calibration_summary(make_calibrated_topology(one_gpu_input()));
+  EXPECT_NE(s.find("HBM (read + write)"), std::string::npos) << s;
+  EXPECT_NE(s.find("4.20 TB/s"), std::string::npos) << s;
+  EXPECT_NE(s.find("4.80 TB/s"), std::string::npos) << s;
+  EXPECT_NE(s.find("700 TFLOP/s"), std::string::npos) << s;
+  EXPECT_NE(s.find("478.8 GB/s"), std::string::npos) << s;
+  EXPECT_NE(s.find("datasheet: one GPU calibrated"), std::string::npos) << s;
+  EXPECT_NE(s.find("kernel launch (us): 1.50 GPU back to back"), std::string::npos) << s;
+  EXPECT_NE(s.find("cross-GPU barrier, device (us): - (absent: one GPU"), std::string::npos) << s;
+  EXPECT_EQ(calibration_summary(Json::object()).find("rate"), 0u);  // never throws on a partial file
+}
+
 TEST(Calibration, MedianOf) {
   EXPECT_DOUBLE_EQ(median_of({}), 0.0);
   EXPECT_DOUBLE_EQ(median_of({3, 1, 2}), 2.0);

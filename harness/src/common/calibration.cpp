@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -111,7 +112,65 @@ const char* nvlink_method(const std::string& mech) {
   return "cudaMemcpyAsync between this GPU's buffer and the peer's peer-mapped symmetric buffer (the copy engine), best of pull and push; both directions loaded; median over GPUs and peers";
 }
 
+std::string fmt_rate(double v, const std::string& unit) {
+  char b[64];
+  if (v <= 0) return "-";
+  if (unit == "FLOP/s") std::snprintf(b, sizeof(b), "%.0f TFLOP/s", v / 1e12);
+  else if (v >= 1e12) std::snprintf(b, sizeof(b), "%.2f TB/s", v / 1e12);
+  else std::snprintf(b, sizeof(b), "%.1f GB/s", v / 1e9);
+  return b;
+}
+
+std::string fmt_num(const Json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return "-";
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.2f", j[key].get<double>());
+  return b;
+}
+
+// One padded cell: `s` right-aligned in `width` (left-aligned when negative).
+std::string cell(const std::string& s, int width) {
+  size_t w = static_cast<size_t>(width < 0 ? -width : width);
+  if (s.size() >= w) return s;
+  return width < 0 ? s + std::string(w - s.size(), ' ') : std::string(w - s.size(), ' ') + s;
+}
+
 }  // namespace
+
+std::string calibration_summary(const Json& t) {
+  std::string out = cell("rate", -34) + cell("value", 14) + cell("datasheet", 14) + cell("of ds", 8) + "  source\n";
+  const Json rates = t.value("rates", Json::object());
+  auto row = [&](const std::string& label, const char* key) {
+    if (!rates.contains(key)) return;
+    const Json& e = rates[key];
+    std::string unit = e.value("unit", "B/s");
+    std::string src = e.value("source", "?");
+    if (e.contains("mechanism")) src += " (" + e["mechanism"].get<std::string>() + ")";
+    if (e.contains("reason")) src += ": " + e["reason"].get<std::string>();
+    out += cell(label, -34) + cell(fmt_rate(e.value("value", 0.0), unit), 14) +
+           cell(fmt_rate(e.value("datasheet", 0.0), unit), 14) + cell(fmt_num(e, "of_datasheet"), 8) + "  " + src + "\n";
+    if (e.contains("one_direction"))
+      out += cell("    one direction only", -34) + cell(fmt_rate(e["one_direction"].get<double>(), unit), 14) + "\n";
+  };
+  row("NVLink per direction (roofline)", "nvlink_bw_per_dir");
+  row("  by SM loads", "nvlink_sm_load_bw_per_dir");
+  row("  by SM stores", "nvlink_sm_store_bw_per_dir");
+  row("  by the copy engine", "nvlink_copy_engine_bw_per_dir");
+  row("HBM (read + write)", "hbm_bw");
+  row("bf16 dense GEMM", "peak_bf16_flops");
+  const Json lat = t.value("latencies", Json::object());
+  const Json kl = lat.value("kernel_launch", Json::object());
+  out += "kernel launch (us): " + fmt_num(kl, "gpu_back_to_back_us") + " GPU back to back, " +
+         fmt_num(kl, "event_pair_us") + " event pair, " + fmt_num(kl, "host_enqueue_us") + " host enqueue, " +
+         fmt_num(kl, "host_roundtrip_us") + " host round trip\n";
+  for (const char* k : {"device", "stream"}) {
+    const Json b = lat.value("barrier", Json::object()).value(k, Json::object());
+    out += std::string("cross-GPU barrier, ") + k + " (us): " + fmt_num(b, "value_us");
+    if (b.contains("reason")) out += " (" + b.value("source", "?") + ": " + b["reason"].get<std::string>() + ")";
+    out += "\n";
+  }
+  return out;
+}
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;

@@ -91,6 +91,10 @@ void add_calibrated_roofline(Json& record, const CalibratedChoice& c);
 // created meanwhile) is never replaced (pkb::Error).
 void write_new_file(const std::string& path, const std::string& text, bool force);
 
+// The table `pkb calibrate` prints: each rate against the datasheet, with its
+// source, then the launch and barrier latencies.
+std::string calibration_summary(const Json& calibrated_topology);
+
 double median_of(std::vector<double> v);
 
 }  // namespace pkb

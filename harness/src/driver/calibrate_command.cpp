@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "common/build_info.h"
 #include "common/calibration.h"
@@ -27,55 +26,6 @@ std::string first_line(const std::string& path) {
   std::string line;
   if (f) std::getline(f, line);
   return line;
-}
-
-std::string fmt_rate(double v, const std::string& unit) {
-  char b[64];
-  if (v <= 0) return "-";
-  if (unit == "FLOP/s") std::snprintf(b, sizeof(b), "%.0f TFLOP/s", v / 1e12);
-  else if (v >= 1e12) std::snprintf(b, sizeof(b), "%.2f TB/s", v / 1e12);
-  else std::snprintf(b, sizeof(b), "%.1f GB/s", v / 1e9);
-  return b;
-}
-
-std::string fmt_num(const Json& j, const char* key, const char* f) {
-  if (!j.contains(key) || !j[key].is_number()) return "-";
-  char b[64];
-  std::snprintf(b, sizeof(b), f, j[key].get<double>());
-  return b;
-}
-
-void print_summary(const Json& t) {
-  const Json& rates = t["rates"];
-  std::printf("%-34s %14s %14s %8s  %s\n", "rate", "value", "datasheet", "of ds", "source");
-  auto row = [&](const char* label, const char* key) {
-    const Json& e = rates[key];
-    std::string unit = e.value("unit", "B/s");
-    std::string src = e.value("source", "?");
-    if (e.contains("mechanism")) src += " (" + e["mechanism"].get<std::string>() + ")";
-    if (e.contains("reason")) src += ": " + e["reason"].get<std::string>();
-    std::printf("%-34s %14s %14s %8s  %s\n", label, fmt_rate(e.value("value", 0.0), unit).c_str(),
-                fmt_rate(e.value("datasheet", 0.0), unit).c_str(), fmt_num(e, "of_datasheet", "%.2f").c_str(),
-                src.c_str());
-    if (e.contains("one_direction"))
-      std::printf("%-34s %14s\n", "    one direction only", fmt_rate(e["one_direction"].get<double>(), unit).c_str());
-  };
-  row("NVLink per direction (roofline)", "nvlink_bw_per_dir");
-  row("  by SM loads", "nvlink_sm_load_bw_per_dir");
-  row("  by SM stores", "nvlink_sm_store_bw_per_dir");
-  row("  by the copy engine", "nvlink_copy_engine_bw_per_dir");
-  row("HBM (read + write)", "hbm_bw");
-  row("bf16 dense GEMM", "peak_bf16_flops");
-  const Json& kl = t["latencies"]["kernel_launch"];
-  std::printf("kernel launch (us): %s GPU back to back, %s event pair, %s host enqueue, %s host round trip\n",
-              fmt_num(kl, "gpu_back_to_back_us", "%.2f").c_str(), fmt_num(kl, "event_pair_us", "%.2f").c_str(),
-              fmt_num(kl, "host_enqueue_us", "%.2f").c_str(), fmt_num(kl, "host_roundtrip_us", "%.2f").c_str());
-  for (const char* k : {"device", "stream"}) {
-    const Json& b = t["latencies"]["barrier"][k];
-    std::printf("cross-GPU barrier, %s (us): %s%s\n", k, fmt_num(b, "value_us", "%.2f").c_str(),
-                b.contains("reason") ? (" (" + b["source"].get<std::string>() + ": " + b["reason"].get<std::string>() + ")").c_str()
-                                     : "");
-  }
 }
 
 }  // namespace
@@ -160,7 +110,7 @@ int cmd_calibrate(const CalibrateOptions& o) {
   std::printf("pkb calibrate: %dx %s calibrated in %.1f s; datasheet: %s\n", n, in.gpu.c_str(), res.wall_s,
               in.datasheet.found ? (in.datasheet.name + (in.datasheet.exact ? "" : " (same GPU, other count)")).c_str()
                                  : "none");
-  print_summary(t);
+  std::printf("%s", calibration_summary(t).c_str());
   std::printf("wrote %s\n", path.c_str());
   return kExitAllCorrect;
 }

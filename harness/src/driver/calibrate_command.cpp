@@ -69,8 +69,9 @@ int cmd_calibrate(const CalibrateOptions& o) {
                req.eval_dir.c_str(), o.timeout_s);
   EvalResult res = run_evaluation(req);
   if (res.outcome != Outcome::kCorrect) {
-    std::fprintf(stderr, "pkb calibrate: failed (%s): %s\nlogs: %s\n", outcome_name(res.outcome),
-                 res.reason.c_str(), req.eval_dir.c_str());
+    std::fprintf(stderr, "pkb calibrate: failed (%s): %s\nlogs: %s (rank_<r>.log, rank_<r>.json)%s\n",
+                 outcome_name(res.outcome), res.reason.c_str(), req.eval_dir.c_str(),
+                 n > 1 ? "\n(--gpus 1 measures what needs no peer: HBM, GEMM, launch latency)" : "");
     return kExitHarnessError;
   }
 
@@ -107,6 +108,7 @@ int cmd_calibrate(const CalibrateOptions& o) {
 
   Json t = make_calibrated_topology(in);
   write_new_file(path, t.dump(2) + "\n", o.force);
+  load_calibrated(path, sources);  // what pkb run --calibrated will read
   std::printf("pkb calibrate: %dx %s calibrated in %.1f s; datasheet: %s\n", n, in.gpu.c_str(), res.wall_s,
               in.datasheet.found ? (in.datasheet.name + (in.datasheet.exact ? "" : " (same GPU, other count)")).c_str()
                                  : "none");

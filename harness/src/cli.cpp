@@ -54,6 +54,9 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
   run->add_option("--jobs", o->jobs, "Parallel candidate compiles (default: number of cores)")->check(CLI::Range(1, 256));
   run->add_option("--work-dir", o->work_dir, "Per-evaluation jobs, results and rank logs (default /tmp/pkb-PID)");
   run->add_option("--topology", o->topology, "A topology/*.json name or path (default: the one matching this machine)");
+  run->add_option("--calibrated", o->calibrated,
+                  "A calibrated topology (pkb calibrate) for records' second roofline, roofline.calibrated "
+                  "(default: topology/*.calibrated.json matching this machine, cuda only; 'none': off)");
   run->add_option("--shard", o->shard,
                   "i/N: evaluate only this shard of the plan (items i, i+N, i+2N, ...); join shards with pkb merge");
   run->callback([&cli, o] { cli.action = [o] { return cmd_run(*o); }; });
@@ -111,6 +114,27 @@ void add_merge(CLI::App& app, Cli& cli, std::shared_ptr<MergeOptions> o) {
   m->callback([&cli, o] { cli.action = [o] { return cmd_merge(*o); }; });
 }
 
+void add_calibrate(CLI::App& app, Cli& cli, std::shared_ptr<CalibrateOptions> o) {
+  auto* c = app.add_subcommand("calibrate",
+                               "Measure this machine's achievable rates (NVLink, HBM, bf16 GEMM, launch and barrier "
+                               "latency) and write a calibrated topology beside the datasheet one");
+  c->add_option("--out", o->out, "The file to write (default: topology/<name>.calibrated.json in the source tree)");
+  c->add_option("--gpus", o->gpus, "GPUs to calibrate, one worker each (default: every visible GPU)")
+      ->check(CLI::Range(1, 1024));
+  c->add_flag("--force", o->force, "Replace the file if it exists (default: refuse)");
+  c->add_option("--timeout", o->timeout_s, "Seconds for the whole calibration before its workers are killed")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--work-dir", o->work_dir, "Worker job, results and logs (default /tmp/pkb-calibrate-PID)");
+  c->add_option("--warmup", o->warmup, "Untimed runs before each measurement")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  c->add_option("--reps", o->reps, "Timed runs per measurement; the median is kept")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  c->callback([&cli, o] { cli.action = [o] { return cmd_calibrate(*o); }; });
+}
+
 }  // namespace
 
 Cli make_cli() {
@@ -149,6 +173,7 @@ Cli make_cli() {
   add_merge(app, cli, std::make_shared<MergeOptions>());
   add_try(app, cli);
   add_agent(app, cli);
+  add_calibrate(app, cli, std::make_shared<CalibrateOptions>());
 
   auto job = std::make_shared<std::string>();
   auto* worker = app.add_subcommand("worker", "");  // internal: one rank, started by the driver

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/calibration.h"
 #include "common/topology_io.h"
 
 namespace pkb {
@@ -102,6 +103,7 @@ std::string match_topology(const DetectedMachine& m, const std::string& source_d
   closedir(d);
   std::sort(names.begin(), names.end());
   for (const auto& name : names) {
+    if (is_calibrated_name(name)) continue;  // datasheets only (NOTE [calibrated roofline])
     Topology t = load_topology(name, source_dir);
     if (t.gpus == static_cast<int>(m.gpus.size()) && !m.gpus.empty() && m.gpus[0] == t.gpu) return name;
   }

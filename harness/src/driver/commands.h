@@ -18,5 +18,6 @@ int cmd_leaderboard(const LeaderboardOptions& opts);
 int cmd_merge(const MergeOptions& opts);
 int cmd_try(const TryOptions& opts);
 int cmd_agent(const AgentOptions& opts);
+int cmd_calibrate(const CalibrateOptions& opts);
 
 }  // namespace pkb

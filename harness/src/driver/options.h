@@ -27,6 +27,7 @@ struct RunOptions {
   int jobs = 0;                  // parallel compiles; 0: number of cores
   std::string work_dir;          // per-evaluation logs; default /tmp/pkb-<pid>
   std::string topology;          // a topology/*.json name or path; default: detected
+  std::string calibrated;        // a calibrated topology; "" the detected machine's, "none" off
   bool keep_work_dir = false;
   std::string shard;             // "i/N": only the plan items with index % N == i
 };
@@ -59,6 +60,16 @@ struct LeaderboardOptions {
 struct MergeOptions {
   std::vector<std::string> inputs;  // shard results JSONL files
   std::string out;
+};
+
+struct CalibrateOptions {
+  std::string out;               // default: <source>/topology/<name>.calibrated.json
+  int gpus = 0;                  // 0: every visible GPU
+  bool force = false;            // replace an existing file
+  double timeout_s = 90;         // the whole calibration, launch to last rank
+  std::string work_dir;          // rank logs; default /tmp/pkb-calibrate-<pid>
+  int warmup = 3;                // untimed runs before each measurement
+  int reps = 10;                 // timed runs per measurement (the median is kept)
 };
 
 struct PromptOptions {

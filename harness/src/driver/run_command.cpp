@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/build_info.h"
+#include "common/calibration.h"
 #include "common/outcome.h"
 #include "common/results.h"
 #include "common/selection.h"
@@ -76,6 +77,7 @@ RunSettings resolve_settings(const RunOptions& o, const std::string& sources) {
   if (s.device == "cpu") s.topology = o.topology.empty() ? cpu_topology() : load_topology(o.topology, sources);
   else if (!o.topology.empty()) s.topology = load_topology(o.topology, sources);
   else s.topology = detected_topology(sources);
+  s.calibrated = choose_calibrated(o.calibrated, s.device, sources);
   s.work_dir = o.work_dir.empty() ? "/tmp/pkb-" + std::to_string(getpid()) : o.work_dir;
   return s;
 }
@@ -216,6 +218,7 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
     if (rj.contains("trials")) trials.push_back({{"rank", rj.value("rank", -1)}, {"trials", rj["trials"]}});
   r["errors"] = trials;
   add_times(r, e, s.topology);
+  add_calibrated_roofline(r, s.calibrated);
   for (const auto& rj : e.ranks)
     if (rj.contains("recheck") && rj["recheck"].value("outcome", "") != "correct") r["recheck"] = rj["recheck"];
   return finish(e.outcome, e.reason);

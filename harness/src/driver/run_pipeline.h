@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/calibration.h"
 #include "common/results.h"
 #include "common/topology_io.h"
 #include "driver/candidate_build.h"
@@ -27,6 +28,7 @@ struct RunSettings {
   int warmup = 500, iters = 100;
   std::string run_name, solutions_label;
   Topology topology;
+  CalibratedChoice calibrated;  // roofline.calibrated (NOTE [calibrated roofline])
   std::string work_dir;
   std::string cuobjdump;  // empty: none found (records say "unknown")
   GpuPlacement placement;  // cuda only

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/build_info.h"
+#include "common/calibration.h"
 #include "common/outcome.h"
 #include "common/topology_detect.h"
 #include "common/topology_io.h"
@@ -29,6 +30,16 @@ int cmd_topo() {
   } else if (m.ok) {
     std::printf("topology: no topology/*.json matches this machine; runs get no roofline "
                 "(add one, or pass --topology)\n");
+  }
+  if (m.ok) {
+    CalibratedChoice c = find_calibrated(m.gpus[0], static_cast<int>(m.gpus.size()), source_dir());
+    if (c.valid)
+      std::printf("calibrated: %s (NVLink %.1f GB/s [%s], HBM %.2f TB/s, bf16 %.0f TFLOP/s): records also carry "
+                  "roofline.calibrated\n",
+                  c.path.c_str(), c.topo.nvlink_bw_per_dir / 1e9, c.nvlink_source.get<std::string>().c_str(),
+                  c.topo.hbm_bw / 1e12, c.topo.peak_bf16_flops / 1e12);
+    else
+      std::printf("calibrated: none for this machine (`pkb calibrate` writes one)\n");
   }
   std::printf("\n%s\n", to_json(m).dump(2).c_str());
   return kExitAllCorrect;

@@ -16,6 +16,7 @@
 #include "common/results.h"
 #include "common/topology_io.h"
 #include "driver/launcher.h"
+#include "worker/calibrate.h"
 #include "worker/compare.h"
 #include "worker/distributed.h"
 #include "worker/timing.h"
@@ -321,6 +322,12 @@ int worker_main(const std::string& job_path) {
     job.j = Json::parse(f);
   }
   int rank = env_int("RANK", 0), world = env_int("WORLD_SIZE", 1);
+  if (job.mode() == "calibrate") {  // `pkb calibrate` (worker/calibrate.h)
+    int code = calibrate_worker(job.j, rank, world);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(code);
+  }
   RankRun run(job, rank, world);
   int code = run.run();
   fflush(stdout);

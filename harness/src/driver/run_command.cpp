@@ -20,10 +20,12 @@
 #include "common/topology_io.h"
 #include "driver/candidate_build.h"
 #include "driver/commands.h"
+#include "driver/containment.h"
 #include "driver/evaluation.h"
 #include "driver/mechanisms.h"
 #include "driver/plan.h"
 #include "driver/report.h"
+#include "driver/results_guard.h"
 
 namespace pkb {
 
@@ -109,8 +111,9 @@ Json base_record(const Settings& s, const PlanItem& item) {
   r["device"] = s.device;
   r["base_shape"] = {s.m, s.n};
   r["dtype"] = "bfloat16";
-  r["args"] = {{"trials", s.opts.trials}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
-               {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s},
+  r["args"] = {{"trials", s.opts.trials}, {"integrity_trials", s.opts.published_only ? 0 : s.opts.integrity_trials},
+               {"published_only", s.opts.published_only}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
+               {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s}, {"phase_floor_s", s.opts.phase_floor_s},
                {"keep_samples", s.opts.keep_samples}};
   r["topology"] = s.topology.name;
   r["toolchain"] = toolchain_json();
@@ -167,7 +170,8 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
   }
 }
 
-Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* build, int index) {
+Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* build, int index,
+                   const WorkerUser& wuser) {
   Json r = base_record(s, item);
   auto finish = [&](Outcome o, const std::string& reason) {
     r["outcome"] = outcome_name(o);
@@ -197,6 +201,8 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
   EvalRequest req;
   req.world = s.world;
   req.timeout_s = s.opts.timeout_s;
+  req.phase_floor_s = s.opts.phase_floor_s;
+  req.worker_user = wuser;
   req.eval_dir = s.work_dir + "/" + std::to_string(index) + "_" + item.problem->folder_name() + "_s" +
                  std::to_string(item.sample);
   req.job = {{"mode", "eval"},
@@ -204,6 +210,8 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
              {"candidate", build ? build->so_path : "reference"},
              {"device", s.device},
              {"trials", s.opts.trials},
+             {"integrity_trials", s.opts.integrity_trials},
+             {"published_only", s.opts.published_only},
              {"m", s.m},
              {"n", s.n},
              {"perf", !s.opts.no_perf},
@@ -220,6 +228,9 @@ Json evaluate_item(const Settings& s, const PlanItem& item, const BuildResult* b
   for (const auto& rj : e.ranks)
     if (rj.contains("trials")) trials.push_back({{"rank", rj.value("rank", -1)}, {"trials", rj["trials"]}});
   r["errors"] = trials;
+  if (e.deciding_rank >= 0 && e.deciding_rank < static_cast<int>(e.ranks.size()) &&
+      e.ranks[e.deciding_rank].contains("failed_trial"))
+    r["failed_trial"] = e.ranks[e.deciding_rank]["failed_trial"];
   add_times(r, e, s.topology);
   for (const auto& rj : e.ranks)
     if (rj.contains("recheck") && rj["recheck"].value("outcome", "") != "correct") r["recheck"] = rj["recheck"];
@@ -262,6 +273,7 @@ std::map<std::string, BuildResult> build_all(const Settings& s, const std::vecto
 }  // namespace
 
 int cmd_run(const RunOptions& opts) {
+  harden_driver();  // NOTE [untrusted candidates]
   // Phase: resolve what the user asked for.
   std::string bdir = build_dir();
   ProblemCatalog catalog = ProblemCatalog::discover(bdir);
@@ -277,7 +289,32 @@ int cmd_run(const RunOptions& opts) {
   std::set<std::string> done;
   if (!opts.out.empty() && opts.resume) done = record_keys(opts.out);
   std::unique_ptr<JsonlWriter> writer;
-  if (!opts.out.empty()) writer = std::make_unique<JsonlWriter>(opts.out, opts.resume);
+  std::unique_ptr<ResultsGuard> guard;
+  if (!opts.out.empty()) {
+    // An evaluation in flight when a previous driver died: recorded, not run
+    // again (it may be what killed the driver; NOTE [untrusted candidates]).
+    Json inflight;
+    if (opts.resume) {
+      std::vector<Json> marker;
+      if (file_exists(ResultsGuard::inflight_path(opts.out))) marker = read_jsonl(ResultsGuard::inflight_path(opts.out));
+      if (!marker.empty() && !done.count(record_key(marker[0]))) inflight = marker[0];
+    }
+    writer = std::make_unique<JsonlWriter>(opts.out, opts.resume);
+    guard = std::make_unique<ResultsGuard>(opts.out, writer.get());
+    if (!inflight.is_null()) {
+      inflight["outcome"] = outcome_name(Outcome::kRuntimeError);
+      inflight["reason"] =
+          "the driver died while this evaluation ran (killed, perhaps by the candidate); --resume recorded it "
+          "instead of running it again";
+      inflight["finished_at"] = utc_timestamp();
+      writer->append(inflight);
+      guard->appended(inflight);
+      done.insert(record_key(inflight));
+      std::fprintf(stderr, "pkb: %s\n", inflight["reason"].get<std::string>().c_str());
+    }
+    guard->end();
+  }
+  const WorkerUser wuser = worker_user(opts.worker_user);
   mkdir(s.work_dir.c_str(), 0755);
 
   std::vector<std::string> skipped;
@@ -319,14 +356,23 @@ int cmd_run(const RunOptions& opts) {
     const PlanItem& it = todo[i];
     const BuildResult* b = it.source.empty() ? nullptr : &builds.at(it.source);
     Json r;
+    if (guard) guard->begin(base_record(s, it));
     try {
-      r = evaluate_item(s, it, b, static_cast<int>(i));
+      r = evaluate_item(s, it, b, static_cast<int>(i), wuser);
     } catch (const std::exception& e) {
       r = base_record(s, it);
       r["outcome"] = outcome_name(Outcome::kHarnessError);
       r["reason"] = std::string("driver: ") + e.what();
     }
-    if (writer) writer->append(r);
+    if (guard && !guard->check_and_repair(writer)) {
+      r["outcome"] = outcome_name(Outcome::kForbiddenApi);
+      r["reason"] = "the results file changed while this evaluation ran (the candidate wrote it); pkb restored it";
+    }
+    if (writer) {
+      writer->append(r);
+      guard->appended(r);
+      guard->end();
+    }
     progress.finished(r);
     std::string o = r.value("outcome", std::string());
     harness_error |= o == "harness_error";

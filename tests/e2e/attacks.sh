@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# usage: attacks.sh PKB OUT_DIR NP FIXTURES
+# usage: attacks.sh PKB OUT_DIR NP FIXTURES [same-user]
 # The attack candidates (tests/fixtures/attacks, README there) at world size
 # NP: each gets its expected outcome, no process outlives its evaluation, the
 # results file holds exactly the records of the evaluations that ran (no
 # forged one), and the driver survives; when pkb does not run as root the
 # driver-killing candidate (sample 8) ends the run, and --resume records it and
-# finishes the rest (NOTE [untrusted candidates]).
+# finishes the rest (NOTE [untrusted candidates]). `same-user` runs the workers
+# as the driver's user even as root (--worker-user ''), which is what a run
+# not as root gets: the defences that then apply are checked.
 set -u
-pkb=$1 dir=$2 np=$3 fixtures=$4
+pkb=$1 dir=$2 np=$3 fixtures=$4 same_user=${5:-}
 here=$(dirname "$0")
 rm -rf "$dir"
 mkdir -p "$dir/pids"
@@ -17,11 +19,13 @@ export PKB_ATTACK_DIR="$dir/pids"
 out="$dir/results.jsonl"
 args=(run --device cpu --nproc "$np" --problems 1 --solutions "$fixtures" --trials 2 --warmup 2 --iters 4
       --phase-floor 10 --timeout 120 --work-dir "$dir/work" --out "$out")
+privileged=$([ "$(id -u)" = 0 ] && echo 1 || echo 0)
+if [ "$same_user" = same-user ]; then args+=(--worker-user ""); privileged=0; fi
 t0=$(date +%s)
 "$pkb" "${args[@]}" >"$dir/run.txt" 2>&1
 rc=$?
 fail=0
-if [ "$(id -u)" = 0 ]; then
+if [ "$privileged" = 1 ]; then
   expected_8=correct expected_9=correct
   if [ "$rc" != 1 ]; then echo "FAIL: pkb exited $rc, expected 1 (driver alive, some not correct)"; cat "$dir/run.txt"; fail=1; fi
 else

@@ -29,7 +29,10 @@
 //    write the results file; its evaluation directory is the only one it can
 //    write, and each finished evaluation's directory becomes root's, 0700.
 //    The candidate's .so is copied there first (the cache under /root is not
-//    readable to nobody).
+//    readable to nobody), and on GPU the libraries torch loads on first use
+//    (cuDNN's sub-libraries, cuFFT, NVRTC, ...) are loaded before the drop
+//    (worker/sandbox.h). Not tried on the GPU yet: should a GPU problem fail
+//    as nobody, --worker-user '' keeps root (and loses this defence).
 //    When pkb does not run as root, workers run as the driver's user: a
 //    candidate can still kill the driver (kill(getppid()), kill(-1)) and open
 //    files by path. Then: the results file is checked after every evaluation

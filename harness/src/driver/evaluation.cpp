@@ -88,6 +88,7 @@ EvalResult run_evaluation(const EvalRequest& req) {
   spec.watchdog = [&] { return watch.check(); };
   open_eval_dir(req.eval_dir, wu);
   LaunchResult lr = launch_and_wait(spec);
+  watch.check();  // the ranks' last phases, announced after the last poll
   // Whatever the ranks started, setsid() or not, is ours (subreaper): it goes.
   const int strays = kill_descendants();
   close_eval_dir(req.eval_dir, wu);

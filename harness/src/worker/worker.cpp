@@ -225,6 +225,7 @@ class RankRun {
     // as the unprivileged user the driver chose.
     if (job_.j.value("drop_uid", -1) >= 0) {
       phase("drop privileges");
+      if (dist_->device().is_cuda()) result_["preloaded_libraries"] = preload_lazy_libraries();
       std::string why = drop_privileges(job_.j["drop_uid"].get<int>(), job_.j.value("drop_gid", -1));
       PKB_CHECK(why.empty(), "cannot drop privileges: ", why);
       result_["uid"] = static_cast<int>(getuid());

@@ -33,6 +33,13 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
   run->add_option("--trials", o->trials, "Correctness trials per evaluation (fresh seeded inputs each)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  run->add_option("--integrity-trials", o->integrity_trials,
+                  "Extra trials after the published ones, inputs varied by element, rank and trial")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  run->add_flag("--published-only", o->published_only,
+                "The published checks alone (no integrity trials, no input refresh or input-mutation checks), "
+                "for comparison with published numbers");
   run->add_option("--base-shape", o->base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
   run->add_flag("--no-perf", o->no_perf, "Check correctness only; skip timing");
   run->add_option("--warmup", o->warmup, "Warm-up iterations per side (default 500 on cuda, 10 on cpu)")
@@ -45,6 +52,15 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
       ->capture_default_str();
   run->add_option("--timeout", o->timeout_s, "Seconds per evaluation before all its ranks are killed (timeout)")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--phase-floor", o->phase_floor_s,
+                  "Seconds a phase (a candidate call, the timing...) may take at least before the evaluation is a "
+                  "timeout; longer phases get 20x the reference's measured time on top")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  run->add_option("--worker-user", o->worker_user,
+                  "When pkb runs as root, workers drop to this user before loading the candidate ('' keeps root; "
+                  "auto: nobody on cpu, root on cuda until the drop is measured on a GPU)")
       ->capture_default_str();
   run->add_option("--compile-timeout", o->compile_timeout_s, "Seconds per candidate compile")
       ->check(CLI::PositiveNumber)
@@ -60,6 +76,25 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
   run->add_option("--shard", o->shard,
                   "i/N: evaluate only this shard of the plan (items i, i+N, i+2N, ...); join shards with pkb merge");
   run->callback([&cli, o] { cli.action = [o] { return cmd_run(*o); }; });
+}
+
+void add_audit(CLI::App& app, Cli& cli, std::shared_ptr<AuditOptions> o) {
+  auto* a = app.add_subcommand(
+      "audit", "Run trivial candidates (zeros, ones, the inputs, rank-only and cached answers) against every problem; "
+               "exit 0 only when none passes");
+  a->add_option("--problems", o->problems, "Selection, as for run")->capture_default_str();
+  a->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  a->add_option("--nproc", o->nproc, "Ranks (default 2)")->check(CLI::Range(1, 1024));
+  a->add_option("--base-shape", o->base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
+  a->add_option("--trials", o->trials, "Published trials")->check(CLI::Range(1, 1000))->capture_default_str();
+  a->add_option("--integrity-trials", o->integrity_trials, "Integrity trials")->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  a->add_flag("--published-only", o->published_only, "The published checks alone (shows what they let through)");
+  a->add_option("--timeout", o->timeout_s, "Seconds per evaluation")->check(CLI::PositiveNumber)->capture_default_str();
+  a->add_option("--phase-floor", o->phase_floor_s, "As for run")->check(CLI::PositiveNumber)->capture_default_str();
+  a->add_option("--work-dir", o->work_dir, "Rank logs (default /tmp/pkb-audit-PID)");
+  a->add_option("--worker-user", o->worker_user, "As for run")->capture_default_str();
+  a->callback([&cli, o] { cli.action = [o] { return cmd_audit(*o); }; });
 }
 
 void add_golden(CLI::App& app, Cli& cli, std::shared_ptr<GoldenOptions> o) {
@@ -168,6 +203,7 @@ Cli make_cli() {
 
   add_run(app, cli, std::make_shared<RunOptions>());
   add_golden(app, cli, std::make_shared<GoldenOptions>());
+  add_audit(app, cli, std::make_shared<AuditOptions>());
   add_score(app, cli, std::make_shared<ScoreOptions>());
   add_leaderboard(app, cli, std::make_shared<LeaderboardOptions>());
   add_merge(app, cli, std::make_shared<MergeOptions>());

@@ -4,6 +4,7 @@
 // partial sums, while at 1024x1024 the catalog saw the input left untouched.
 // What a non-root returns is therefore an artefact of NCCL's algorithm choice,
 // not part of the task: only its shape and dtype are checked (values_checked).
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -24,6 +25,14 @@ class Reduce : public pkb::Problem {
     in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
     in.add("dst", int64_t{0});
     return in;
+  }
+
+  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
+  // are constants per rank, which an answer from rank and world alone reproduces; these
+  // draw small integers in [-4, 4] per element, so every bf16 partial sum stays exact
+  // for W <= 64 (|sum| <= 256), different on every rank and trial.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return pkb::integrity_replace_tensors(make_inputs(req), -4, 4);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

@@ -1,6 +1,7 @@
 // Input shapes differ by rank, as in the published reference: only rank 0 holds
 // the (W, M, N) source; the others hold an (M, N) tensor of zeros that the
 // reference clones and scatters into, so it only fixes the output's shape.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -26,6 +27,14 @@ class Scatter : public pkb::Problem {
       in.add("tensor", at::zeros({req.m, req.n}, opts));
     }
     return in;
+  }
+
+  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
+  // are constants per rank, which an answer from rank and world alone reproduces; these
+  // draw integers in [-100, 100] per element (exact in bf16; the data is only moved),
+  // different on every rank and trial.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return pkb::integrity_replace_tensors(make_inputs(req), -100, 100);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

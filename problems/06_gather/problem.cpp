@@ -1,6 +1,7 @@
 // Output shapes differ by rank, as in the published reference: rank 0 returns
 // the stacked (W, M, N) tensor; every other rank returns its input tensor
 // itself (M, N), untouched, and that is compared too.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -20,6 +21,14 @@ class Gather : public pkb::Problem {
     pkb::Inputs in;
     in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
     return in;
+  }
+
+  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
+  // are constants per rank, which an answer from rank and world alone reproduces; these
+  // draw integers in [-100, 100] per element (exact in bf16; the data is only moved),
+  // different on every rank and trial.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return pkb::integrity_replace_tensors(make_inputs(req), -100, 100);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

@@ -2,6 +2,9 @@
 // FSDP2 clip_grad_norm without expert parallelism). Quirk reproduced: the
 // gradients are scaled in place (a side effect on the inputs that is not
 // compared); only the total norm is returned.
+#include <cmath>
+
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -26,6 +29,20 @@ class ClipGradNormNoEp : public pkb::Problem {
     std::vector<int64_t> ranks(req.world);
     for (int r = 0; r < req.world; ++r) ranks[r] = r;
     in.add("fsdp_group", pkb::GroupRanks{ranks});
+    return in;
+  }
+
+  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the output
+  // is one norm over W x 2^14-element Gaussian gradients, which concentrates
+  // (a re-draw moves it by ~0.4%, inside the tolerance), so a cached or
+  // rank-only norm would pass. Each gradient is scaled by its own factor in
+  // [e^-2, e^2], drawn per rank and trial.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    for (int i = 0; i < kNumGrads; ++i) {
+      const double f = std::exp(4.0 * (at::rand({1}, at::kDouble).item<double>() - 0.5));
+      in.args()[i].value = in.tensor(i) * f;
+    }
     return in;
   }
 

@@ -3,6 +3,9 @@
 // grads are scaled by 1/ep_size first, then both lists are clipped. The grads
 // are not returned, but the harness reuses the inputs across timed calls, so
 // the mutation is part of the contract (see README).
+#include <cmath>
+
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <map>
@@ -42,6 +45,18 @@ class ClipGradNormEp : public pkb::Problem {
       // rank = ep_fsdp_idx * ep_size + ep_idx
       in.add("ep_fsdp_group", pkb::GroupRanks{iota(rank % ep_size, ep_size, world / ep_size)});
       in.add("ep_group", pkb::GroupRanks{iota(rank / ep_size * ep_size, 1, ep_size)});
+    }
+    return in;
+  }
+
+  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the output
+  // norm concentrates under a re-draw (see problem 21); each gradient is
+  // scaled by its own factor in [e^-2, e^2], drawn per rank and trial.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    for (int i = 0; i < 2; ++i) {
+      const double f = std::exp(4.0 * (at::rand({1}, at::kDouble).item<double>() - 0.5));
+      in.args()[i].value = in.tensor(i) * f;
     }
     return in;
   }

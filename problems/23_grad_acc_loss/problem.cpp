@@ -2,6 +2,8 @@
 // tokens (forward + closed-form backward). Rounding order matters (catalog
 // §23): the local loss_sum is a bf16 product and is all-reduced in bf16, so a
 // nearly cancelling sum over ranks is only reproduced by the same bf16 adds.
+#include <algorithm>
+
 #include "pkb/problem.h"
 
 namespace {
@@ -27,6 +29,26 @@ class GradAccLoss : public pkb::Problem {
     in.add("global_valid_tokens", at::full({}, req.world * req.m * req.n, opts.dtype(at::kLong)));
     in.add("grad_normalized_loss", at::ones({}, opts.dtype(req.dtype)));
     in.add("grad_loss_sum", at::zeros({}, opts.dtype(req.dtype)));
+    return in;
+  }
+
+  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published
+  // token counts and upstream gradients are constants (grad_loss = 1/W from
+  // rank and world alone). Here every rank's count differs (a function of
+  // rank and trial only, so every rank can form the global sum without
+  // communication) and both upstream gradients are drawn.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    auto opts = at::TensorOptions().device(req.device);
+    const int64_t full = req.m * req.n, half = std::max<int64_t>(1, full / 2);
+    auto local_of = [&](int64_t r) { return half + (r * 7919 + (req.trial + 1) * 104729) % half; };
+    int64_t global = 0;
+    for (int64_t r = 0; r < req.world; ++r) global += local_of(r);
+    pkb::Inputs in;
+    in.add("loss", at::randn({}, opts.dtype(req.dtype)));
+    in.add("local_valid_tokens", at::full({}, local_of(req.rank), opts.dtype(at::kLong)));
+    in.add("global_valid_tokens", at::full({}, global, opts.dtype(at::kLong)));
+    in.add("grad_normalized_loss", at::randn({}, opts.dtype(req.dtype)));
+    in.add("grad_loss_sum", at::randn({}, opts.dtype(req.dtype)));
     return in;
   }
 

@@ -2,6 +2,7 @@
 // then a mean over data-parallel ranks. Ties between bf16 probabilities are
 // common and are broken by at::topk, as in the published reference (catalog
 // §0.6, §24); each tie moves the loss by ~1e-5 only.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <variant>
@@ -25,6 +26,20 @@ class LoadBalancingLoss : public pkb::Problem {
     in.add("num_experts", kNumExperts);
     in.add("top_k", int64_t{2});
     in.add("attention_mask", pkb::None{});
+    return in;
+  }
+
+  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): with i.i.d.
+  // Gaussian logits the loss concentrates near its balanced value (a re-draw
+  // stays inside the tolerance), so a cached or rank-only loss would pass.
+  // Here each trial and rank adds a per-expert bias and a temperature, so the
+  // routing is unbalanced by a different amount every time.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& logits = in.tensor(0);
+    at::Tensor bias = at::randn({1, logits.size(1)}, logits.options().dtype(at::kFloat)) * 2.0;
+    const double temperature = 0.5 + 2.0 * at::rand({1}, at::kDouble).item<double>();
+    in.args()[0].value = (logits.to(at::kFloat) * temperature + bias).to(logits.scalar_type());
     return in;
   }
 

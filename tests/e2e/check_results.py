@@ -10,6 +10,9 @@ usage: check_results.py RESULTS.jsonl --expect SAMPLE=OUTCOME ... [--count N]
 --times                    every correct record has positive reference and candidate times
 --no-survivors             no worker process of any record is still alive
 --shared-gpu               every record says its ranks shared a GPU (shared_gpu: true)
+--reason 3=TEXT            the record of sample 3's reason contains TEXT
+--pids-dead DIR            every process named by a file DIR/<anything>.<pid> is gone
+--no-sample 99             no record of sample 99 (a forged one)
 """
 import argparse
 import json
@@ -26,6 +29,9 @@ def main():
     ap.add_argument("--times", action="store_true")
     ap.add_argument("--no-survivors", action="store_true")
     ap.add_argument("--shared-gpu", action="store_true")
+    ap.add_argument("--reason", action="append", default=[])
+    ap.add_argument("--pids-dead")
+    ap.add_argument("--no-sample", type=int, action="append", default=[])
     a = ap.parse_args()
 
     records = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -73,6 +79,24 @@ def main():
                         failures.append(f"worker pid {p['pid']} (problem {r['problem_id']}) still alive")
                 except (ProcessLookupError, FileNotFoundError):
                     pass
+    for spec in a.reason:
+        sample, text = spec.split("=", 1)
+        for r in by_sample.get(int(sample), []):
+            if text not in r.get("reason", ""):
+                failures.append(f"sample {sample}: reason lacks '{text}': {r.get('reason', '')[:300]}")
+    for s in a.no_sample:
+        if s in by_sample:
+            failures.append(f"sample {s} has a record (forged?)")
+    if a.pids_dead:
+        for name in os.listdir(a.pids_dead):
+            pid = int(name.rsplit(".", 1)[-1])
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().split(")")[-1].split()[0]
+                if state != "Z":
+                    failures.append(f"process {pid} ({name}) survived its evaluation")
+            except FileNotFoundError:
+                pass
     for f in failures:
         print("FAIL:", f)
     summary = ", ".join(f"{s}:{[r['outcome'] for r in rs]}" for s, rs in sorted(by_sample.items()))

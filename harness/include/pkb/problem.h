@@ -53,6 +53,12 @@ inline uint64_t seed_for(int problem_id, int rank, int trial) {
   return 42ull + 1000ull * problem_id + rank + 1000003ull * trial;
 }
 
+// Integrity trials' seeds: never one of the published trials' (those use
+// trials 0..999 at most); `trial` is the integrity trial's own index.
+inline uint64_t integrity_seed_for(int problem_id, int rank, int trial) {
+  return seed_for(problem_id, rank, 7919 + trial) ^ 0x5eedf00dull;
+}
+
 // Per rank, for the roofline: T_roof = max(flops/peak, hbm/hbm_bw, nvlink/nvlink_bw).
 struct Cost {
   double nvlink_bytes_per_rank = 0;  // bytes this rank must send (or receive, the larger) over NVLink
@@ -77,6 +83,16 @@ class Problem {
   // Shape and dtype are always checked. A problem that returns false must say
   // why in its README (e.g. a buffer NCCL uses as scratch on non-root ranks).
   virtual bool values_checked(int rank, int world, size_t index) const { return true; }
+
+  // Inputs of an integrity trial (NOTE [integrity trials] in pkb/integrity.h):
+  // req.trial is the trial's index (after the published ones) and req.seed
+  // integrity_seed_for(...), already passed to at::manual_seed. The default
+  // draws make_inputs(req) with that seed: every input the problem draws at
+  // random is drawn anew, within the problem's own preconditions. A problem
+  // whose published inputs ignore the seed (constants such as rank + 1)
+  // overrides this with inputs that vary by element, rank and trial, so that
+  // no answer computed from rank and world alone passes.
+  virtual Inputs make_integrity_inputs(const InputRequest& req) const { return make_inputs(req); }
 };
 
 struct ProblemEntry {

@@ -195,6 +195,15 @@ ImportCheck check_import_list(const std::vector<std::string>& symbols, const std
       flag("the harness's collective facade", s);
     else if (s == "dlopen" || s == "dlsym" || s == "dlmopen" || s == "dlvsym")
       flag("the dynamic loader, which could reach NCCL or MPI at run time", s);
+    else if (s.find("gloo::") != std::string::npos) flag("Gloo", s);
+    // NOTE [forbidden routes]
+    else if (s.find("c10::Dispatcher") != std::string::npos || s.find("c10::OperatorHandle") != std::string::npos ||
+             s.find("c10::impl::OperatorEntry") != std::string::npos || s.find("torch::jit::") != std::string::npos)
+      flag("the operator dispatcher, which reaches c10d's collectives (_c10d_functional, c10d ops) by name", s);
+    else if (s == "dl_iterate_phdr" || s == "dladdr" || s == "dladdr1" || s == "dlinfo" || s == "_dl_find_object" ||
+             s == "_r_debug" || s == "_dl_debug_state" || s == "getauxval" || s.rfind("__libc_dl", 0) == 0 ||
+             s == "_dl_sym")
+      flag("a walker of loaded objects, which could find NCCL's functions without importing them", s);
   }
   for (const auto& n : needed) {
     if (n.find("libnccl") != std::string::npos) flag("NCCL", n);
@@ -225,6 +234,33 @@ std::vector<std::string> imported_symbols(const std::string& so_path) {
   return symbols;
 }
 
+const std::vector<std::pair<std::string, std::string>>& forbidden_strings() {
+  static const std::vector<std::pair<std::string, std::string>> k = {
+      {"_c10d_functional", "a c10d functional collective, by its operator name"},
+      {"c10d::", "a c10d operator or symbol, by name"},
+      {"c10d_functional", "a c10d functional collective, by its operator name"},
+      {"/proc/self/maps", "the map of loaded objects, to find NCCL's functions"},
+      {"/proc/self/map_files", "the map of loaded objects, to find NCCL's functions"},
+      {"/proc/self/mem", "its own memory through /proc"},
+      {"libnccl", "NCCL's library, by name"},
+      {"resolve_process_group", "the process group registry, by name"},
+  };
+  return k;
+}
+
+ImportCheck check_strings(const std::string& so_bytes) {
+  ImportCheck c;
+  for (const auto& [needle, what] : forbidden_strings()) {
+    if (so_bytes.find(needle) == std::string::npos) continue;
+    c.ok = false;
+    c.offending.push_back("string \"" + needle + "\"");
+    if (c.reason.empty())
+      c.reason = "candidate names " + what + " (string \"" + needle +
+                 "\"); cross-rank data must move through pkb::Context symmetric buffers";
+  }
+  return c;
+}
+
 ImportCheck check_imports(const std::string& so_path) {
   std::vector<std::string> symbols = imported_symbols(so_path);
   int st = 0;
@@ -240,7 +276,12 @@ ImportCheck check_imports(const std::string& so_path) {
       needed.push_back(lib);
     }
   }
-  return check_import_list(symbols, needed);
+  ImportCheck c = check_import_list(symbols, needed);
+  if (!c.ok) return c;
+  std::ifstream f(so_path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return check_strings(ss.str());
 }
 
 }  // namespace pkb

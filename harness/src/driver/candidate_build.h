@@ -42,9 +42,25 @@ struct ImportCheck {
   std::vector<std::string> offending;
 };
 
-// Rejects a shared object that imports NCCL, c10d, MPI, the harness's
-// collective facade, or the dynamic loader (which could reach any of them).
+// NOTE [forbidden routes]
+// Rejects (forbidden_api, the route named) a shared object that imports NCCL,
+// c10d, Gloo, MPI, the harness's collective facade, the dynamic loader, the
+// operator dispatcher (c10::Dispatcher, OperatorHandle, torch::jit operator
+// lookup: the way to _c10d_functional::all_reduce and the c10d:: ops without a
+// c10d import), or a walker of loaded objects (dl_iterate_phdr, dladdr,
+// dlinfo, _r_debug, getauxval, __libc_dl*); or whose bytes hold a string that
+// names such a route ("_c10d_functional", "c10d::", "/proc/self/maps",
+// "libnccl", "resolve_process_group"). The strings are a static check a
+// candidate can evade by building them at run time; the imports are not
+// evadable without one of the imports above (or raw syscalls reading
+// /proc/self/maps, which no static check decides). At run time, on GPU, the
+// world group is unregistered from c10d's registry while a candidate runs
+// (worker/route_guard.h), so no collective resolves it by name; a candidate
+// that finds NCCL's functions by parsing its own memory map and builds its own
+// communicator is not caught (NCCL calls are not counted).
 ImportCheck check_imports(const std::string& so_path);
+// The string part of check_imports, on the .so's bytes (for tests).
+ImportCheck check_strings(const std::string& so_bytes);
 // The undefined dynamic symbols of a shared object, demangled, without @VERSION.
 std::vector<std::string> imported_symbols(const std::string& so_path);
 // The same rule on a list of imported symbols and needed libraries (for tests).

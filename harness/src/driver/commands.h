@@ -11,6 +11,7 @@ int cmd_list();
 int cmd_show(const std::string& problem);
 int cmd_run(const RunOptions& opts);
 int cmd_golden(const GoldenOptions& opts);
+int cmd_audit(const AuditOptions& opts);
 int cmd_topo();
 int cmd_prompt(const PromptOptions& opts);
 int cmd_score(const ScoreOptions& opts);

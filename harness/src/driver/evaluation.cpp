@@ -10,6 +10,7 @@
 
 #include "common/build_info.h"
 #include "driver/launcher.h"
+#include "driver/phase_watch.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -35,6 +36,26 @@ EvalResult run_evaluation(const EvalRequest& req) {
   Json job = req.job;
   job["result_dir"] = req.eval_dir;
   job["timeout_s"] = req.timeout_s;
+  job["phase_floor_s"] = req.phase_floor_s;
+  const WorkerUser& wu = req.worker_user;
+  if (wu.uid >= 0) {
+    // NOTE [untrusted candidates]: the workers drop to this user after set-up;
+    // the candidate must be readable to it, and only this evaluation's
+    // directory writable.
+    job["drop_uid"] = wu.uid;
+    job["drop_gid"] = wu.gid;
+    std::string cand = job.value("candidate", "reference");
+    if (job.value("mode", "eval") == "eval" && cand != "reference" && cand.rfind("audit:", 0) != 0) {
+      std::string copy = req.eval_dir + "/candidate.so";
+      std::ifstream in(cand, std::ios::binary);
+      std::ofstream out(copy, std::ios::binary | std::ios::trunc);
+      out << in.rdbuf();
+      out.close();
+      PKB_CHECK(in.good() || in.eof(), "cannot copy the candidate to ", copy);
+      chmod(copy.c_str(), 0444);
+      job["candidate"] = copy;
+    }
+  }
   std::string job_path = req.eval_dir + "/job.json";
   write_file_atomic(job_path, job.dump(2), true);
   for (int r = 0; r < req.world; ++r) unlink((req.eval_dir + "/rank_" + std::to_string(r) + ".json").c_str());
@@ -62,14 +83,24 @@ EvalResult run_evaluation(const EvalRequest& req) {
   so.masterListenFd = sock.fd;  // the store takes the socket over
   auto server = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
   spec.env["MASTER_PORT"] = std::to_string(sock.port);
+  for (int r = 0; r < req.world; ++r) spec.result_paths.push_back(req.eval_dir + "/rank_" + std::to_string(r) + ".json");
+  PhaseWatch watch(*server, req.world, std::max(4 * req.phase_floor_s, 120.0));
+  spec.watchdog = [&] { return watch.check(); };
+  open_eval_dir(req.eval_dir, wu);
   LaunchResult lr = launch_and_wait(spec);
+  watch.check();  // the ranks' last phases, announced after the last poll
+  // Whatever the ranks started, setsid() or not, is ours (subreaper): it goes.
+  const int strays = kill_descendants();
+  close_eval_dir(req.eval_dir, wu);
   server.reset();
   res.wall_s = lr.wall_s;
 
   res.process = Json::object();
   res.process["wall_s"] = lr.wall_s;
   res.process["deadline_hit"] = lr.deadline_hit;
+  if (!lr.deadline_reason.empty()) res.process["deadline_reason"] = lr.deadline_reason;
   res.process["killed_after_peer_failure"] = lr.peer_failure_kill;
+  res.process["strays_killed"] = strays;
   res.process["ranks"] = Json::array();
 
   Outcome best = Outcome::kCorrect;
@@ -97,7 +128,7 @@ EvalResult run_evaluation(const EvalRequest& req) {
   for (int r = 0; r < req.world; ++r) {
     const RankExit& e = lr.ranks[r];
     std::string log = req.eval_dir + "/rank_" + std::to_string(r) + ".log";
-    Json pj = {{"rank", r}, {"pid", e.pid}, {"seconds", e.seconds}};
+    Json pj = {{"rank", r}, {"pid", e.pid}, {"seconds", e.seconds}, {"phase", watch.phase_of(r)}};
     if (e.exited) pj["exit_code"] = e.exit_code;
     if (e.signal) pj["signal"] = signal_name(e.signal);
     pj["killed_by_harness"] = e.killed_by_harness;
@@ -116,10 +147,18 @@ EvalResult run_evaluation(const EvalRequest& req) {
                prefix + "killed by " + signal_name(e.signal) + "\n" + tail_of_file(log, 1500));
     } else if (e.killed_by_harness && lr.deadline_hit) {
       consider(Outcome::kTimeout, r,
-               prefix + "no result after " + std::to_string(static_cast<int>(req.timeout_s)) +
-                   " s (deadlock or hang); killed");
+               !lr.deadline_reason.empty()
+                   ? lr.deadline_reason
+                   : prefix + "no result after " + std::to_string(static_cast<int>(req.timeout_s)) +
+                         " s (deadlock or hang); killed");
     } else if (e.killed_by_harness) {
       // Killed because a peer failed first; the peer's outcome decides.
+    } else if (e.exited && watch.phase_of(r) != "setup") {
+      // Past set-up, only the candidate's code makes a worker leave without
+      // its result (exit(), _exit(), a throw from a destructor...).
+      consider(Outcome::kRuntimeError, r,
+               prefix + "exited with status " + std::to_string(e.exit_code) + " before writing its result (in phase '" +
+                   watch.phase_of(r) + "')\n" + tail_of_file(log, 1500));
     } else {
       consider(Outcome::kHarnessError, r,
                prefix + "exited with code " + std::to_string(e.exit_code) + " without a result\n" +

@@ -8,6 +8,7 @@
 
 #include "common/outcome.h"
 #include "common/results.h"
+#include "driver/containment.h"
 
 namespace pkb {
 
@@ -16,6 +17,8 @@ struct EvalRequest {
   int world = 2;
   std::string eval_dir;  // job.json, rank logs and results go here
   double timeout_s = 300;
+  double phase_floor_s = 30;  // NOTE [phase deadlines]
+  WorkerUser worker_user;     // uid -1: workers keep the driver's user
 };
 
 struct EvalResult {

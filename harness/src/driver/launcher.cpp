@@ -95,7 +95,7 @@ LaunchResult launch_and_wait(const LaunchSpec& spec) {
 
   int alive = spec.world;
   bool term_sent = false, kill_sent = false;
-  double kill_at = -1, term_at = -1;
+  double kill_at = -1, term_at = -1, next_watch = 0;
   while (alive > 0) {
     for (int r = 0; r < spec.world; ++r) {
       if (pids[r] < 0) continue;
@@ -111,10 +111,13 @@ LaunchResult launch_and_wait(const LaunchSpec& spec) {
         e.signal = WTERMSIG(status);
         e.killed_by_harness = term_sent;
       }
-      bool abnormal = !(e.exited && e.exit_code == kWorkerExitOk);
+      if (static_cast<int>(spec.result_paths.size()) > r && !e.killed_by_harness && !term_sent)
+        e.missing_result = access(spec.result_paths[r].c_str(), F_OK) != 0;
+      bool abnormal = !(e.exited && e.exit_code == kWorkerExitOk) || e.missing_result;
       if (abnormal && !e.killed_by_harness && res.first_failed_rank < 0) {
         res.first_failed_rank = r;
-        if (term_at < 0) term_at = since(t0) + spec.grace_after_failure_s;
+        double grace = e.missing_result ? spec.grace_after_missing_result_s : spec.grace_after_failure_s;
+        if (term_at < 0 || since(t0) + grace < term_at) term_at = since(t0) + grace;
       }
       pids[r] = -1;
       --alive;
@@ -124,6 +127,15 @@ LaunchResult launch_and_wait(const LaunchSpec& spec) {
     if (!term_sent && now >= spec.deadline_s) {
       res.deadline_hit = true;
       term_at = now;
+    }
+    if (!term_sent && spec.watchdog && now >= next_watch) {
+      next_watch = now + spec.watchdog_period_s;
+      std::string why = spec.watchdog();
+      if (!why.empty()) {
+        res.deadline_hit = true;
+        res.deadline_reason = why;
+        term_at = now;
+      }
     }
     if (!term_sent && term_at >= 0 && now >= term_at) {
       if (!res.deadline_hit) res.peer_failure_kill = true;

@@ -10,6 +10,7 @@
 // process outlives its evaluation.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,12 +25,23 @@ struct LaunchSpec {
   double deadline_s = 300;
   double grace_after_failure_s = 5;
   double term_to_kill_s = 2;
+  // Where each rank writes its result (optional): a rank that exits, with any
+  // status, while its file is missing has failed, and its peers get only
+  // grace_after_missing_result_s (they would wait for it forever).
+  std::vector<std::string> result_paths;
+  double grace_after_missing_result_s = 0.5;
+  // Called every watchdog_period_s; a non-empty answer ends the launch as a
+  // deadline does, with that reason (the per-phase deadlines, NOTE [phase
+  // deadlines] in driver/phase_watch.h).
+  std::function<std::string()> watchdog;
+  double watchdog_period_s = 0.1;
 };
 
 struct RankExit {
   int rank = 0;
   int pid = 0;
   bool exited = false;   // exited normally (exit_code valid)
+  bool missing_result = false;  // ended (any status) without its result file
   int exit_code = -1;
   int signal = 0;        // killed by this signal
   bool killed_by_harness = false;  // the signal was ours (deadline or peer failure)
@@ -39,6 +51,7 @@ struct RankExit {
 struct LaunchResult {
   std::vector<RankExit> ranks;
   bool deadline_hit = false;
+  std::string deadline_reason;     // from the watchdog; empty for the overall deadline
   bool peer_failure_kill = false;  // killed after another rank failed
   int first_failed_rank = -1;      // first rank to end abnormally, by time
   double wall_s = 0;

@@ -14,6 +14,8 @@ struct RunOptions {
   std::string solutions = "reference";  // a folder, or "reference"
   std::string name;              // the model/run name in records (default: folder name)
   int trials = 5;
+  int integrity_trials = 2;      // NOTE [integrity trials] (pkb/integrity.h)
+  bool published_only = false;   // the published checks alone
   std::string base_shape;        // "MxN"; default 1024x1024 (cuda), 128x128 (cpu)
   bool no_perf = false;
   int warmup = -1;               // -1: 500 (cuda), 10 (cpu)
@@ -21,6 +23,8 @@ struct RunOptions {
   int rounds = 10;
   bool keep_samples = false;     // per-iteration times in the per-rank timing records
   double timeout_s = 300;        // per evaluation, launch to last rank
+  double phase_floor_s = 30;     // NOTE [phase deadlines]
+  std::string worker_user = "auto";  // when root: workers drop to it (resolve_worker_user; NOTE [untrusted candidates])
   double compile_timeout_s = 600;
   std::string out;               // results JSONL
   bool resume = false;
@@ -30,6 +34,20 @@ struct RunOptions {
   std::string calibrated;        // a calibrated topology; "" the detected machine's, "none" off
   bool keep_work_dir = false;
   std::string shard;             // "i/N": only the plan items with index % N == i
+};
+
+struct AuditOptions {
+  std::string device = "cpu";
+  std::string problems = "all";
+  int nproc = 0;  // 0: 2
+  std::string base_shape;
+  int trials = 2;
+  int integrity_trials = 2;
+  bool published_only = false;  // shows what the published checks alone let through
+  double timeout_s = 120;
+  double phase_floor_s = 30;
+  std::string work_dir;
+  std::string worker_user = "auto";  // as for run
 };
 
 struct GoldenOptions {

@@ -21,11 +21,13 @@
 #include "common/topology_io.h"
 #include "driver/candidate_build.h"
 #include "driver/commands.h"
+#include "driver/containment.h"
 #include "driver/evaluation.h"
 #include "driver/gpu_placement.h"
 #include "driver/mechanisms.h"
 #include "driver/plan.h"
 #include "driver/report.h"
+#include "driver/results_guard.h"
 #include "driver/run_pipeline.h"
 
 namespace pkb {
@@ -79,6 +81,7 @@ RunSettings resolve_settings(const RunOptions& o, const std::string& sources) {
   else s.topology = detected_topology(sources);
   s.calibrated = choose_calibrated(o.calibrated, s.device, sources);
   s.work_dir = o.work_dir.empty() ? "/tmp/pkb-" + std::to_string(getpid()) : o.work_dir;
+  s.worker_user = worker_user(resolve_worker_user(o.worker_user, s.device));
   return s;
 }
 
@@ -101,8 +104,9 @@ Json base_record(const RunSettings& s, const PlanItem& item) {
   if (s.device == "cuda") r["gpu_of_rank"] = s.placement.gpu_of_rank;
   r["base_shape"] = {s.m, s.n};
   r["dtype"] = "bfloat16";
-  r["args"] = {{"trials", s.opts.trials}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
-               {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s},
+  r["args"] = {{"trials", s.opts.trials}, {"integrity_trials", s.opts.published_only ? 0 : s.opts.integrity_trials},
+               {"published_only", s.opts.published_only}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
+               {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s}, {"phase_floor_s", s.opts.phase_floor_s},
                {"keep_samples", s.opts.keep_samples}};
   r["topology"] = s.topology.name;
   r["toolchain"] = toolchain_json();
@@ -193,6 +197,8 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
   EvalRequest req;
   req.world = s.world;
   req.timeout_s = s.opts.timeout_s;
+  req.phase_floor_s = s.opts.phase_floor_s;
+  req.worker_user = s.worker_user;
   req.eval_dir = s.work_dir + "/" + std::to_string(index) + "_" + item.problem->folder_name() + "_s" +
                  std::to_string(item.sample);
   req.job = {{"mode", "eval"},
@@ -200,6 +206,8 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
              {"candidate", build ? build->so_path : "reference"},
              {"device", s.device},
              {"trials", s.opts.trials},
+             {"integrity_trials", s.opts.integrity_trials},
+             {"published_only", s.opts.published_only},
              {"m", s.m},
              {"n", s.n},
              {"perf", !s.opts.no_perf},
@@ -217,6 +225,9 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
   for (const auto& rj : e.ranks)
     if (rj.contains("trials")) trials.push_back({{"rank", rj.value("rank", -1)}, {"trials", rj["trials"]}});
   r["errors"] = trials;
+  if (e.deciding_rank >= 0 && e.deciding_rank < static_cast<int>(e.ranks.size()) &&
+      e.ranks[e.deciding_rank].contains("failed_trial"))
+    r["failed_trial"] = e.ranks[e.deciding_rank]["failed_trial"];
   add_times(r, e, s.topology);
   add_calibrated_roofline(r, s.calibrated);
   for (const auto& rj : e.ranks)
@@ -269,6 +280,7 @@ std::map<std::string, BuildResult> build_all(const RunSettings& s, const std::ve
 }
 
 int cmd_run(const RunOptions& opts) {
+  harden_driver();  // NOTE [untrusted candidates]
   // Phase: resolve what the user asked for.
   std::string bdir = build_dir();
   ProblemCatalog catalog = ProblemCatalog::discover(bdir);
@@ -293,6 +305,26 @@ int cmd_run(const RunOptions& opts) {
                        : std::make_unique<JsonlWriter>(opts.out, opts.resume);
   if (opts.out.empty())
     std::fprintf(stderr, "pkb run: results go to %s (--out names another file)\n", writer->path().c_str());
+  auto guard = std::make_unique<ResultsGuard>(writer->path(), writer.get());
+  if (opts.resume) {
+    // An evaluation in flight when a previous driver died: recorded, not run
+    // again (it may be what killed the driver; NOTE [untrusted candidates]).
+    std::vector<Json> marker;
+    if (file_exists(ResultsGuard::inflight_path(opts.out))) marker = read_jsonl(ResultsGuard::inflight_path(opts.out));
+    if (!marker.empty() && !done.count(record_key(marker[0]))) {
+      Json inflight = marker[0];
+      inflight["outcome"] = outcome_name(Outcome::kRuntimeError);
+      inflight["reason"] =
+          "the driver died while this evaluation ran (killed, perhaps by the candidate); --resume recorded it "
+          "instead of running it again";
+      inflight["finished_at"] = utc_timestamp();
+      writer->append(inflight);
+      guard->appended(inflight);
+      done.insert(record_key(inflight));
+      std::fprintf(stderr, "pkb: %s\n", inflight["reason"].get<std::string>().c_str());
+    }
+  }
+  guard->end();
   mkdir(s.work_dir.c_str(), 0755);
 
   std::vector<std::string> skipped;
@@ -332,8 +364,15 @@ int cmd_run(const RunOptions& opts) {
   for (size_t i = 0; i < todo.size(); ++i) {
     const PlanItem& it = todo[i];
     const BuildResult* b = it.source.empty() ? nullptr : &builds.at(it.source);
+    guard->begin(base_record(s, it));
     Json r = evaluate_or_harness_error(s, it, b, static_cast<int>(i));
+    if (!guard->check_and_repair(writer)) {
+      r["outcome"] = outcome_name(Outcome::kForbiddenApi);
+      r["reason"] = "the results file changed while this evaluation ran (the candidate wrote it); pkb restored it";
+    }
     writer->append(r);
+    guard->appended(r);
+    guard->end();
     progress.finished(r);
     std::string o = r.value("outcome", std::string());
     harness_error |= o == "harness_error";

@@ -12,6 +12,7 @@
 #include "common/results.h"
 #include "common/topology_io.h"
 #include "driver/candidate_build.h"
+#include "driver/containment.h"
 #include "driver/gpu_placement.h"
 #include "driver/options.h"
 #include "driver/plan.h"
@@ -32,6 +33,7 @@ struct RunSettings {
   std::string work_dir;
   std::string cuobjdump;  // empty: none found (records say "unknown")
   GpuPlacement placement;  // cuda only
+  WorkerUser worker_user;  // uid -1: workers keep the driver's user (NOTE [untrusted candidates])
 };
 
 // Throws pkb::Error on what the user must fix (device, shape, topology).

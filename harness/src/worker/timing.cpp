@@ -277,6 +277,7 @@ TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const Tim
   res.cand_samples = c.samples;
   res.ref_samples = r.samples;
   res.last_cand = std::move(c.last);
+  res.last_cand_inputs = c.groups[(c.next + c.groups.size() - 1) % c.groups.size()];
   res.last_ref = std::move(r.last);
   return res;
 }

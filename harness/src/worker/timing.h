@@ -87,6 +87,9 @@ struct TimingResult {
   int groups = 1;
   double input_bytes = 0;
   Outputs last_ref, last_cand;
+  // The candidate's input group of its last timed call (the same storage, not
+  // a copy), for the in-place refresh check (NOTE [integrity trials]).
+  Inputs last_cand_inputs;
   std::vector<double> ref_samples, cand_samples;  // per iteration, in the order taken
 };
 

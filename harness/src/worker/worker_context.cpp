@@ -5,6 +5,7 @@
 #endif
 
 #include "pkb/check.h"
+#include "worker/route_guard.h"
 #include "worker/symmetric.h"
 
 namespace pkb {
@@ -25,6 +26,7 @@ SymmetricBuffer& WorkerContext::symmetric(const std::string& name, size_t bytes)
   }
   PKB_CHECK(bytes > 0, "symmetric buffer '", name, "' of zero bytes");
   std::unique_ptr<SymmetricBuffer> buf;
+  CandidateRoutes::Exposed exposed;  // the rendezvous resolves the group by name
 #ifdef PKB_HAVE_CUDA
   if (dist_.device().is_cuda())
     buf = dist_.shared_gpu() ? make_ipc_symmetric(dist_, name, bytes) : make_cuda_symmetric(dist_, name, bytes);

@@ -1,0 +1,122 @@
+// See NOTE [untrusted candidates] in containment.h.
+#include "driver/containment.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+namespace pkb {
+
+void harden_driver() {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  prctl(PR_SET_DUMPABLE, 0);
+}
+
+namespace {
+
+// pid -> parent pid, for every process /proc lists.
+std::map<pid_t, pid_t> parents() {
+  std::map<pid_t, pid_t> out;
+  DIR* d = opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (!end || *end || pid <= 0) continue;
+    std::ifstream f(std::string("/proc/") + e->d_name + "/stat");
+    std::string s;
+    if (!std::getline(f, s)) continue;
+    size_t rp = s.rfind(')');  // the command may hold spaces and parentheses
+    if (rp == std::string::npos) continue;
+    std::istringstream rest(s.substr(rp + 1));
+    char state;
+    long ppid;
+    if (rest >> state >> ppid) out[static_cast<pid_t>(pid)] = static_cast<pid_t>(ppid);
+  }
+  closedir(d);
+  return out;
+}
+
+std::vector<pid_t> descendants_of(pid_t root) {
+  std::map<pid_t, pid_t> pp = parents();
+  std::set<pid_t> found{root};
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (const auto& [pid, ppid] : pp)
+      if (found.count(ppid) && !found.count(pid)) {
+        found.insert(pid);
+        grew = true;
+      }
+  }
+  found.erase(root);
+  return {found.begin(), found.end()};
+}
+
+}  // namespace
+
+int kill_descendants() {
+  const pid_t self = getpid();
+  std::set<pid_t> killed;
+  // A forking candidate's tree may grow while we kill it: repeat until a
+  // pass finds nothing. Orphans come to us (subreaper); reap them.
+  for (int pass = 0; pass < 200; ++pass) {
+    std::vector<pid_t> ds = descendants_of(self);
+    bool any = false;
+    for (pid_t p : ds) {
+      if (kill(p, SIGKILL) == 0) {
+        any = true;
+        killed.insert(p);
+      }
+    }
+    if (!any) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pass < 10 ? 2 : 20));
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  }
+  return static_cast<int>(killed.size());
+}
+
+std::string resolve_worker_user(const std::string& requested, const std::string& device) {
+  if (requested != "auto") return requested;
+  return device == "cpu" ? "nobody" : "";
+}
+
+WorkerUser worker_user(const std::string& name) {
+  WorkerUser u;
+  if (geteuid() != 0 || name.empty()) return u;
+  struct passwd* pw = getpwnam(name.c_str());
+  if (!pw || pw->pw_uid == 0) return u;
+  u.uid = static_cast<int>(pw->pw_uid);
+  u.gid = static_cast<int>(pw->pw_gid);
+  u.name = name;
+  return u;
+}
+
+void open_eval_dir(const std::string& dir, const WorkerUser& u) {
+  if (u.uid < 0) return;
+  if (chown(dir.c_str(), u.uid, u.gid) != 0) return;
+  chmod(dir.c_str(), 0700);
+}
+
+void close_eval_dir(const std::string& dir, const WorkerUser& u) {
+  if (u.uid < 0) return;
+  // What the ranks wrote stays readable to the driver (root) only.
+  if (chown(dir.c_str(), 0, 0) == 0) chmod(dir.c_str(), 0700);
+}
+
+}  // namespace pkb

@@ -1,0 +1,86 @@
+// What keeps a candidate inside its evaluation (issue 11 item 5).
+//
+// NOTE [untrusted candidates]
+// A candidate is code from a model that may look for shortcuts or attack the
+// run. What pkb defends, and how (tests/fixtures/attacks has one candidate
+// per attack; tests/e2e/attacks.sh runs them):
+//  - Answers that ignore the data (rank-only formulas, cached answers, caches
+//    keyed on pointers or call counts): integrity trials, the in-place
+//    refresh after timing (NOTE [integrity trials], pkb/integrity.h).
+//  - Clobbering an input after computing the output: the input-mutation
+//    check (output_mismatch naming the input).
+//  - Routes to NCCL/c10d/Gloo other than direct imports: static checks of the
+//    .so (imports of the operator dispatcher, the process-group registry, the
+//    loader's object walkers; strings naming c10d ops or /proc/self/maps),
+//    and at run time no process group is registered by name while the
+//    candidate runs on GPU (NOTE [forbidden routes], candidate_build.h).
+//  - Processes the candidate starts: the driver is a child subreaper
+//    (PR_SET_CHILD_SUBREAPER), so every orphan, setsid() or not, becomes its
+//    child; after each evaluation it kills and reaps every descendant it has
+//    (repeatedly, until none is left), and records how many in
+//    process.strays_killed.
+//  - Hangs and early exits: NOTE [phase deadlines] (driver/phase_watch.h) and
+//    the launcher's result-file check.
+//  - The driver and the results file. The driver is not dumpable
+//    (PR_SET_DUMPABLE 0: no /proc/<driver>/fd, environ, mem for other
+//    processes of its user). When pkb runs as root, each worker drops to an
+//    unprivileged user (nobody; --worker-user) after its set-up and before
+//    the candidate is loaded: it cannot signal the driver, open its files, or
+//    write the results file; its evaluation directory is the only one it can
+//    write, and each finished evaluation's directory becomes root's, 0700.
+//    The candidate's .so is copied there first (the cache under /root is not
+//    readable to nobody), and on GPU the libraries torch loads on first use
+//    (cuDNN's sub-libraries, cuFFT, NVRTC, ...) are loaded before the drop
+//    (worker/sandbox.h). Not tried on the GPU yet: should a GPU problem fail
+//    as nobody, --worker-user '' keeps root (and loses this defence).
+//    When pkb does not run as root, workers run as the driver's user: a
+//    candidate can still kill the driver (kill(getppid()), kill(-1)) and open
+//    files by path. Then: the results file is checked after every evaluation
+//    (inode, size and ctime, which no one can set back) and rewritten from the
+//    driver's own copy when anything else touched it, and that evaluation's
+//    record becomes forbidden_api ("wrote the results file"); a driver killed
+//    loses nothing already written (each record is one write plus fsync), and
+//    `--resume` continues, recording the evaluation that was in flight
+//    (<out>.inflight) as runtime_error instead of running it again.
+// Not defended: a candidate runs inside its worker's address space, so it can
+// rewrite that worker's verdict or its rank_<r>.json (the per-rank results are
+// as trustworthy as the process that wrote them); it can reach the network
+// and other users' world-writable files; on GPU a kernel can scribble on its
+// peers' memory through the symmetric buffers (that is the interface);
+// timing can be gamed within what the wall-clock cross-check allows
+// (NOTE [timing protocol]); without root, killing the driver is only
+// recovered from, not prevented; processes a candidate gets started outside
+// its tree (a daemon asked to spawn one) are not contained.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace pkb {
+
+// The driver's hardening: child subreaper, not dumpable. Idempotent.
+void harden_driver();
+
+// SIGKILLs and reaps every descendant of this process; returns how many.
+int kill_descendants();
+
+// The unprivileged user workers drop to when pkb runs as root; uid -1 when
+// pkb is not root or the user does not exist (then nothing is dropped).
+struct WorkerUser {
+  int uid = -1, gid = -1;
+  std::string name;
+};
+WorkerUser worker_user(const std::string& name);
+// --worker-user "auto": "nobody" on CPU; on CUDA the driver's own user for now,
+// because dropping privileges has not yet been run on a GPU machine (CUDA IPC,
+// PyTorch's symmetric memory and NCCL as nobody are unmeasured); pass
+// --worker-user nobody to have it there too.
+std::string resolve_worker_user(const std::string& requested, const std::string& device);
+
+// An evaluation directory: the worker user's during the evaluation (so its
+// ranks can write their results) and root's, 0700, afterwards.
+void open_eval_dir(const std::string& dir, const WorkerUser& u);
+void close_eval_dir(const std::string& dir, const WorkerUser& u);
+
+}  // namespace pkb

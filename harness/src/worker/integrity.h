@@ -1,0 +1,32 @@
+// The worker's side of NOTE [integrity trials] (pkb/integrity.h): which
+// trials run, the input-mutation check and the in-place refresh.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pkb/inputs.h"
+
+namespace pkb {
+
+struct TrialSpec {
+  int index = 0;           // 0 .. published + integrity - 1, in the order run
+  bool integrity = false;  // false: a published trial (published inputs exactly)
+  int integrity_index = 0; // 0-based among the integrity trials
+  const char* kind() const { return integrity ? "integrity" : "published"; }
+};
+
+std::vector<TrialSpec> plan_trials(int published, int integrity);
+
+// Where the reference leaves an input bit-for-bit unchanged and the candidate
+// changed it: "the candidate changed input 'tensor' (argument 0), which the
+// reference leaves unchanged". Empty when there is none. Inputs the reference
+// itself mutates are outputs of the problem and are compared as such.
+std::string changed_input(const Inputs& original, const Inputs& after_reference, const Inputs& after_candidate);
+
+// Copies `fresh`'s tensor values into `target`'s storage (same shapes and
+// dtypes) and checks its other arguments are equal. False, with the reason,
+// when the fresh draw does not fit (shapes that vary with the seed).
+bool refresh_in_place(Inputs& target, const Inputs& fresh, std::string* why_not);
+
+}  // namespace pkb

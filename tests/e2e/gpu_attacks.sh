@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# usage: gpu_attacks.sh PKB OUT_DIR NP FIXTURES
+# tests/fixtures/gpu_attacks on the GPU path (as attacks.sh on CPU): outcomes,
+# no survivor, driver alive (pkb runs as root on the lent machines; not as
+# root sample 6 kills the driver and --resume finishes), no forged record.
+set -u
+pkb=$1 dir=$2 np=$3 fixtures=$4
+here=$(dirname "$0")
+rm -rf "$dir"
+mkdir -p "$dir/pids"
+chmod 1777 "$dir/pids"
+chmod 755 "$dir"
+export PKB_ATTACK_DIR="$dir/pids"
+out="$dir/results.jsonl"
+args=(run --device cuda --nproc "$np" --problems 1 --solutions "$fixtures" --trials 2 --warmup 5 --iters 10
+      --phase-floor 20 --timeout 200 --work-dir "$dir/work" --out "$out")
+"$pkb" "${args[@]}" >"$dir/run.txt" 2>&1
+rc=$?
+fail=0
+if [ "$(id -u)" = 0 ]; then
+  e6=correct e7=correct
+  if [ "$rc" != 1 ]; then echo "FAIL: pkb exited $rc, expected 1"; cat "$dir/run.txt"; fail=1; fi
+else
+  e6=runtime_error e7=forbidden_api
+  [ "$rc" = 137 ] || { echo "FAIL: pkb exited $rc, expected 137 (killed by sample 6)"; fail=1; }
+  "$pkb" "${args[@]}" --resume >"$dir/resume.txt" 2>&1
+  [ $? = 1 ] || { echo "FAIL: --resume did not finish with exit 1"; cat "$dir/resume.txt"; fail=1; }
+fi
+python3 "$here/check_results.py" "$out" --count 10 \
+  --expect 0=output_mismatch --expect 1=output_mismatch --expect 2=output_mismatch \
+  --expect 3=output_mismatch --reason "3=input 'tensor'" \
+  --expect 4=forbidden_api --reason "4=dispatcher" \
+  --expect 5=correct --expect 6=$e6 --expect 7=$e7 \
+  --expect 8=runtime_error --reason "8=rank 1: exited with status 0" \
+  --expect 9=timeout --reason "9=deadline" \
+  --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
+[ -n "$(ls "$dir/pids")" ] || { echo "FAIL: sample 5 left no pid file (did it run?)"; fail=1; }
+exit $fail

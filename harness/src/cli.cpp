@@ -60,7 +60,7 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
       ->capture_default_str();
   run->add_option("--worker-user", o->worker_user,
                   "When pkb runs as root, workers drop to this user before loading the candidate ('' keeps root; "
-                  "auto: nobody on cpu, root on cuda until the drop is measured on a GPU)")
+                  "auto: nobody)")
       ->capture_default_str();
   run->add_option("--compile-timeout", o->compile_timeout_s, "Seconds per candidate compile")
       ->check(CLI::PositiveNumber)
@@ -85,6 +85,8 @@ void add_audit(CLI::App& app, Cli& cli, std::shared_ptr<AuditOptions> o) {
   a->add_option("--problems", o->problems, "Selection, as for run")->capture_default_str();
   a->add_option("--device", o->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   a->add_option("--nproc", o->nproc, "Ranks (default 2)")->check(CLI::Range(1, 1024));
+  a->add_option("--ranks-per-gpu", o->ranks_per_gpu, "cuda: as for run (ranks share GPUs when fewer are visible)")
+      ->check(CLI::Range(0, 1024));
   a->add_option("--base-shape", o->base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
   a->add_option("--trials", o->trials, "Published trials")->check(CLI::Range(1, 1000))->capture_default_str();
   a->add_option("--integrity-trials", o->integrity_trials, "Integrity trials")->check(CLI::Range(0, 100))

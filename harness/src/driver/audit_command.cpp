@@ -13,6 +13,7 @@
 #include "driver/commands.h"
 #include "driver/containment.h"
 #include "driver/evaluation.h"
+#include "driver/gpu_placement.h"
 #include "driver/problem_catalog.h"
 #include "worker/audit_candidates.h"
 #include "common/selection.h"
@@ -36,8 +37,16 @@ int cmd_audit(const AuditOptions& o) {
   mkdir(work.c_str(), 0711);
   const WorkerUser wu = worker_user(resolve_worker_user(o.worker_user, o.device));
   Topology topo = o.device == "cpu" ? cpu_topology() : Topology{};
+  GpuPlacement placement;
+  if (o.device == "cuda") {
+    placement = place_ranks(world, visible_gpus(), o.ranks_per_gpu);
+    if (!placement.warning.empty()) std::fprintf(stderr, "%s\n", placement.warning.c_str());
+  } else {
+    PKB_CHECK(o.ranks_per_gpu == 0, "--ranks-per-gpu applies to --device cuda only");
+  }
   std::vector<std::string> passed, errors;
   int k = 0;
+  size_t audited = 0;
   std::printf("| problem | %s |\n|---|", [&] {
     std::string h;
     for (size_t i = 0; i < kKinds.size(); ++i) h += (i ? " | " : "") + kKinds[i];
@@ -55,6 +64,7 @@ int cmd_audit(const AuditOptions& o) {
       std::fprintf(stderr, "audit: skipped %s (world size %d not allowed)\n", p.folder_name().c_str(), world);
       continue;
     }
+    ++audited;
     std::string row = "| " + p.folder_name() + " |";
     std::vector<std::string> passing;
     EvalRequest req;
@@ -69,6 +79,7 @@ int cmd_audit(const AuditOptions& o) {
                {"published_only", o.published_only},
                {"m", m},               {"n", n},
                {"perf", false},        {"topology", to_json(topo)}};
+    if (o.device == "cuda") add_placement(req.job, placement);
     EvalResult e = run_evaluation(req);
     for (const auto& kind : kKinds) {
       // The launch's own failure decides every kind; else the worst rank.
@@ -102,8 +113,13 @@ int cmd_audit(const AuditOptions& o) {
   }
   std::printf("\n");
   for (const auto& e : errors) std::printf("harness error: %s\n", e.c_str());
+  if (!errors.empty()) {
+    // An evaluation that did not run proves nothing: never report a clean audit over it.
+    std::printf("audit: incomplete: %zu evaluation(s) ended in a harness error (above)\n", errors.size());
+  }
   if (passed.empty()) {
-    std::printf("audit: no trivial candidate passes any of the %zu problem(s)\n", ids.size());
+    if (errors.empty()) std::printf("audit: no trivial candidate passes any of the %zu problem(s) audited (%zu skipped)\n",
+                                     audited, ids.size() - audited);
   } else {
     std::printf("audit: trivial candidates pass %zu problem(s):\n", passed.size());
     for (const auto& s : passed) std::printf("  %s\n", s.c_str());

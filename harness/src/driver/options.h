@@ -40,6 +40,7 @@ struct AuditOptions {
   std::string device = "cpu";
   std::string problems = "all";
   int nproc = 0;  // 0: 2
+  int ranks_per_gpu = 0;  // as for run
   std::string base_shape;
   int trials = 2;
   int integrity_trials = 2;

@@ -13,6 +13,11 @@
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 #include "worker/integrity.h"
+#include "worker/nccl_guard.h"
+#include "worker/route_guard.h"
+#ifdef PKB_HAVE_CUDA
+#include <nccl.h>
+#endif
 
 namespace pkb {
 namespace {
@@ -97,6 +102,37 @@ TEST(ForbiddenRoutes, Strings) {
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.reason.find("_c10d_functional"), std::string::npos);
   EXPECT_FALSE(check_strings("/proc/self/maps").ok);
+}
+
+// NOTE [NCCL calls counted]: this binary links the interposers statically, so
+// its own calls reach them (the pkb executable also exports them: the
+// cpu_e2e.nccl_interposed test). ncclGroupStart/End need no GPU.
+TEST(NcclGuard, CallsInsideTheCandidateWindowAreViolations) {
+#ifdef PKB_HAVE_CUDA
+  ASSERT_TRUE(nccl_guard::active());
+  EXPECT_EQ(nccl_guard::take_violation(), nullptr);
+  const uint64_t before = nccl_guard::calls();
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);  // the harness's own call: allowed
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(nccl_guard::calls(), before + 2);
+  EXPECT_EQ(nccl_guard::take_violation(), nullptr);
+  {
+    CandidateRoutes::Hidden candidate_runs;
+    {
+      CandidateRoutes::Exposed harness_rendezvous;  // the harness inside a candidate call: allowed
+      ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+      ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+    }
+    EXPECT_EQ(nccl_guard::take_violation(), nullptr);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);  // the candidate's: recorded
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  }
+  EXPECT_STREQ(nccl_guard::take_violation(), "ncclGroupStart");
+  EXPECT_EQ(nccl_guard::take_violation(), nullptr);  // taken once
+  EXPECT_EQ(nccl_guard::calls(), before + 6);
+#else
+  EXPECT_FALSE(nccl_guard::active());
+#endif
 }
 
 TEST(Launcher, ExitWithoutResultEndsTheLaunchAtOnce) {

@@ -55,9 +55,11 @@ struct ImportCheck {
 // evadable without one of the imports above (or raw syscalls reading
 // /proc/self/maps, which no static check decides). At run time, on GPU, the
 // world group is unregistered from c10d's registry while a candidate runs
-// (worker/route_guard.h), so no collective resolves it by name; a candidate
-// that finds NCCL's functions by parsing its own memory map and builds its own
-// communicator is not caught (NCCL calls are not counted).
+// (worker/route_guard.h), so no collective resolves it by name, and every
+// NCCL call bound by name while it runs (c10d's included) is counted and makes
+// the call forbidden_api (NOTE [NCCL calls counted], worker/nccl_guard.h); a
+// candidate that finds NCCL's functions by address (parsing its own memory map
+// and libnccl's ELF tables) and builds its own communicator is not caught.
 ImportCheck check_imports(const std::string& so_path);
 // The string part of check_imports, on the .so's bytes (for tests).
 ImportCheck check_strings(const std::string& so_bytes);

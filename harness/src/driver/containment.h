@@ -13,7 +13,8 @@
 //    .so (imports of the operator dispatcher, the process-group registry, the
 //    loader's object walkers; strings naming c10d ops or /proc/self/maps),
 //    and at run time no process group is registered by name while the
-//    candidate runs on GPU (NOTE [forbidden routes], candidate_build.h).
+//    candidate runs on GPU, and NCCL calls made while it runs are counted
+//    (NOTE [forbidden routes], candidate_build.h; NOTE [NCCL calls counted]).
 //  - Processes the candidate starts: the driver is a child subreaper
 //    (PR_SET_CHILD_SUBREAPER), so every orphan, setsid() or not, becomes its
 //    child; after each evaluation it kills and reaps every descendant it has

@@ -1,5 +1,7 @@
 #include "worker/route_guard.h"
 
+#include "worker/nccl_guard.h"
+
 #ifdef PKB_HAVE_CUDA
 #include <torch/csrc/distributed/c10d/GroupRegistry.hpp>
 #endif
@@ -38,17 +40,31 @@ void reregister() {}
 
 void CandidateRoutes::set_group(const std::string& name) { g_name = name; }
 
+// The NCCL window follows the registry: open exactly while the group is
+// hidden (NOTE [NCCL calls counted], worker/nccl_guard.h).
 CandidateRoutes::Hidden::Hidden() {
-  if (g_hidden++ == 0) unregister();
+  if (g_hidden++ == 0) {
+    unregister();
+    nccl_guard::set_window(true);
+  }
 }
 CandidateRoutes::Hidden::~Hidden() {
-  if (--g_hidden == 0) reregister();
+  if (--g_hidden == 0) {
+    nccl_guard::set_window(false);
+    reregister();
+  }
 }
 CandidateRoutes::Exposed::Exposed() {
-  if (g_hidden > 0) reregister();
+  if (g_hidden > 0) {
+    nccl_guard::set_window(false);
+    reregister();
+  }
 }
 CandidateRoutes::Exposed::~Exposed() {
-  if (g_hidden > 0) unregister();
+  if (g_hidden > 0) {
+    unregister();
+    nccl_guard::set_window(true);
+  }
 }
 
 }  // namespace pkb

@@ -23,6 +23,7 @@
 #include "worker/compare.h"
 #include "worker/distributed.h"
 #include "worker/integrity.h"
+#include "worker/nccl_guard.h"
 #include "worker/route_guard.h"
 #include "worker/sandbox.h"
 #include "worker/timing.h"
@@ -147,15 +148,28 @@ class RankRun {
   Outputs run_candidate(const Inputs& in) {
     if (trivial_) return trivial_(in);
     if (!solve_) return problem_->reference(*ctx_, dist_->collectives(), in);
+    Outputs out;
     try {
       CandidateRoutes::Hidden hidden;  // NOTE [forbidden routes]
-      Outputs out = solve_(*ctx_, in);
-      return out;
+      out = solve_(*ctx_, in);
     } catch (const std::exception& e) {
+      throw_if_nccl_called();
       throw CandidateFailure{Outcome::kRuntimeError, "candidate threw: " + error_text(e)};
     } catch (...) {
+      throw_if_nccl_called();
       throw CandidateFailure{Outcome::kRuntimeError, "candidate threw a non-standard exception"};
     }
+    throw_if_nccl_called();
+    return out;
+  }
+
+  // NOTE [NCCL calls counted] (worker/nccl_guard.h)
+  static void throw_if_nccl_called() {
+    if (const char* f = nccl_guard::take_violation())
+      throw CandidateFailure{Outcome::kForbiddenApi,
+                             std::string("the candidate called ") + f +
+                                 " while it ran (NCCL reached by a route the static checks do not see; NOTE [NCCL "
+                                 "calls counted])"};
   }
 
   // Runs the candidate and makes sure its device work finished cleanly.

@@ -12,9 +12,9 @@
 //
 // Two paths, picked by size (plan_chunks):
 //
-// Small (the default 1024x1024 and anything under ~one wave of GEMM tiles per
-// chunk): one kernel stages A_local in this rank's symmetric buffer (also
-// writing its columns of A_global), meets the matching block of every peer
+// Small (the default 1024x1024: whatever plan_chunks does not pipeline): one
+// kernel stages A_local in this rank's symmetric buffer (also writing its
+// columns of A_global), meets the matching block of every peer
 // (block_barrier) and pulls that share of every peer's rows into A_global
 // (SM loads over NVLink, written straight into the (M, 512) layout: no
 // gather buffer, no cat); then one cuBLAS GEMM. Two launches in all. Here
@@ -23,24 +23,31 @@
 // GEMM time to hide ~2 µs of gather, which is why there is no pipeline here.
 // Expected: ~3-4 µs kernel (0.5 MiB at W=2: one NVLink barrier round trip
 // plus ~1.5 µs of transfer) + ~5 µs GEMM, against the reference's NCCL
-// all-gather (~10 µs), cat and GEMM.
+// all-gather (~10 µs), cat and GEMM. Roofline (h200_sxm_2, W = 2,
+// 1024x1024): 1.1 µs, the NVLink term (0.5 MiB at 479 GB/s), with the GEMM's
+// (1.07 GFLOP at 989 TFLOP/s) and HBM's (4 MiB at 4.8 TB/s) just under it;
+// ~9 µs would be ~0.12 of it: at this size the time is latency (a barrier
+// round trip, two launches, a one-wave GEMM).
 //
-// Large (C >= 2 chunks of >= 4M output elements): the async-TP micro-pipeline
-// on the copy engine. One kernel stages A_local transposed and chunk-major in
-// the symmetric buffer (chunk c of rows [m0, m1) as a (512/W, m1-m0) block),
-// writes this rank's own part of the gathered Aᵀ chunks, and barriers. Then
-// per-peer side streams pull, per chunk, one contiguous block from each
-// peer's buffer with cudaMemcpyAsync (the copy engine: no SM is taken from
-// the GEMM, and each piece is a single 1-D copy because both sides are laid
-// out chunk-major); GEMM chunk c, C[m0:m1] = (Aᵀ_c)ᵀ · B, waits (CUDA events)
-// only for chunk c's pieces. So the transfer of chunk c+1 runs under the
-// GEMM of chunk c, and only the first chunk's transfer is exposed: time ≈
-// stage + barrier + T_comm / C + T_gemm (+ small per-chunk GEMM tail
-// effects), against T_comm + T_gemm serially. It pays when T_comm is a fair
-// share of T_gemm: comm/GEMM ≈ (W-1)/W · peak_flops / (nvlink_bw · N), ~0.9
-// at N = 1024, W = 2 on H200, so at large M (e.g. 16384x1024) it hides close
-// to half of the serial time. The thresholds (kMinChunkOutElems, kMaxChunks)
-// are a first guess from wave counts, not yet measured on two GPUs.
+// Large (C >= 2 chunks of >= 4M output elements, >= 4 MiB received): the
+// async-TP micro-pipeline on the copy engine. One kernel stages A_local
+// transposed and chunk-major in the symmetric buffer (chunk c of rows
+// [m0, m1) as a (512/W, m1-m0) block), writes this rank's own part of the
+// gathered Aᵀ chunks, and barriers. Then per-peer side streams pull, per
+// chunk, one contiguous block from each peer's buffer with cudaMemcpyAsync
+// (the copy engine: no SM is taken from the GEMM, and each piece is a single
+// 1-D copy because both sides are laid out chunk-major); GEMM chunk c,
+// C[m0:m1] = (Aᵀ_c)ᵀ · B, waits (CUDA events) only for chunk c's pieces. So
+// the transfer of chunk c+1 runs under the GEMM of chunk c, and only the
+// first chunk's transfer is exposed: time ≈ stage + barrier + T_comm / C +
+// T_gemm (+ small per-chunk GEMM tail effects), against T_comm + T_gemm
+// serially. It pays when T_comm is a fair share of T_gemm: comm/GEMM ≈
+// (W-1)/W · peak_flops / (nvlink_bw · N), ~0.9 at N = 1024, W = 2 on H200,
+// so at large M (e.g. 16384x1024) it hides close to half of the serial time
+// (there the roofline is 17.5 µs: NVLink 8 MiB ≈ GEMM 17 GFLOP; serially the
+// two terms add, >= 35 µs). The thresholds (kMinChunkOutElems,
+// kMinPipelinedBytes, kMaxChunks) are a first guess from wave counts and
+// latencies, not yet measured on two GPUs.
 //
 // Both paths: double-buffered symmetric staging (NOTE [double buffering] in
 // pkb/device.cuh): one cross-GPU barrier per call, no host synchronisation;
@@ -61,19 +68,24 @@ using namespace pkb::device;
 // Micro-pipeline policy: at most kMaxChunks row chunks, each a multiple of
 // kChunkRowAlign rows and at least kMinChunkOutElems output elements (about
 // one wave of 128x256 GEMM tiles on 132 SMs), so every chunk's GEMM still
-// fills the GPU.
+// fills the GPU; and only when a rank receives at least kMinPipelinedBytes,
+// so that what hiding the transfer wins pays for the large path's fixed
+// costs (transposed staging, copy-engine start-up, one event wait per chunk:
+// a few µs each; 4 MiB is ~12 µs of NVLink).
 constexpr int64_t kMaxChunks = 4;
 constexpr int64_t kChunkRowAlign = 128;
 constexpr int64_t kMinChunkOutElems = int64_t{1} << 22;
+constexpr int64_t kMinPipelinedBytes = int64_t{4} << 20;
 constexpr int kMaxCopyStreams = 8;
 
 struct Plan {
   int64_t rows_per = 0, chunks = 1;
 };
 
-Plan plan_chunks(int64_t m, int64_t n, int world) {
+// `received`: bytes this rank receives from its peers.
+Plan plan_chunks(int64_t m, int64_t n, int world, int64_t received) {
   int64_t c = std::min<int64_t>({kMaxChunks, m * n / kMinChunkOutElems, m / kChunkRowAlign});
-  if (world < 2 || c < 2) return {m, 1};
+  if (world < 2 || c < 2 || received < kMinPipelinedBytes) return {m, 1};
   int64_t rows = (m + c - 1) / c;
   rows = (rows + kChunkRowAlign - 1) / kChunkRowAlign * kChunkRowAlign;
   return {rows, (m + rows - 1) / rows};
@@ -259,7 +271,7 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   const int64_t es = static_cast<int64_t>(a.element_size());
   const size_t half = round_up(static_cast<size_t>(m * kl * es), 256);
   at::Tensor c = at::empty({m, n}, a.options());
-  const Plan plan = plan_chunks(m, n, world);
+  const Plan plan = plan_chunks(m, n, world, (world - 1) * m * kl * es);
 
   if (plan.chunks < 2 || (es != 2 && es != 4 && es != 8)) {
     // Small path: fused stage + barrier + pull into A_global, then one GEMM.

@@ -23,9 +23,12 @@
 // NVLink, batched) into its columns of the output. Two launches; expected
 // ~4 µs GEMM + ~2 µs barrier + ~3 µs for 1 MiB at W=2, against the
 // reference's GEMM, NCCL all-gather into W zeroed tensors, and cat.
+// Roofline (h200_sxm_2, W = 2, 1024x1024): 2.2 µs, the NVLink term (1 MiB at
+// 479 GB/s; GEMM 0.5 µs, HBM 0.8 µs); ~9 µs would be ~0.25 of it, the rest
+// being latency (a barrier round trip, two launches).
 //
-// Large (C >= 2 row chunks of >= 2M local output elements): the async-TP
-// micro-pipeline on the copy engine. GEMM chunk c (rows [m0, m1) of the local
+// Large (C >= 2 row chunks of >= 2M local output elements, >= 4 MiB
+// received): the async-TP micro-pipeline on the copy engine. GEMM chunk c (rows [m0, m1) of the local
 // block) runs on the timed stream; a one-block kernel on a side stream then
 // meets every peer for chunk c (everyone's chunk c is written), and per-peer
 // copy streams pull chunk c of every peer's block with one 2-D
@@ -33,8 +36,11 @@
 // goes on with GEMM chunk c+1. The copy engine takes no SM from the GEMM;
 // the exposed time is about GEMM chunk 0 + the whole transfer, against
 // GEMM + transfer serially (and NCCL's gather plus a cat in the reference).
-// Thresholds are a first guess from wave counts, not yet measured on two
-// GPUs.
+// At 4096x4096, W = 2: roofline 35 µs (16 MiB over NVLink at 479 GB/s;
+// 45 µs at the copy engine's measured 372 GB/s), GEMM 8.6 GFLOP (~12 µs at
+// cuBLAS rates), of which only chunk 0 (~3 µs) stays exposed.
+// Thresholds are a first guess from wave counts and latencies, not yet
+// measured on two GPUs.
 //
 // Both paths: double-buffered symmetric staging (NOTE [double buffering] in
 // pkb/device.cuh): no host synchronisation; every side stream is joined back
@@ -55,19 +61,24 @@ using namespace pkb::device;
 // kChunkRowAlign rows and at least kMinChunkOutElems elements of the local
 // product (half a wave of 128x256 GEMM tiles on 132 SMs: the GEMM is the
 // small part here, so chunks are smaller than in 11/12 and the transfer
-// starts sooner).
+// starts sooner); and only when a rank receives at least kMinPipelinedBytes,
+// so that the copy engine's start-up and the per-chunk meetings and event
+// waits (a few µs each) are small against the transfer (4 MiB is ~12 µs of
+// NVLink).
 constexpr int64_t kMaxChunks = 4;
 constexpr int64_t kChunkRowAlign = 128;
 constexpr int64_t kMinChunkOutElems = int64_t{1} << 21;
+constexpr int64_t kMinPipelinedBytes = int64_t{4} << 20;
 constexpr int kMaxCopyStreams = 8;
 
 struct Plan {
   int64_t rows_per = 0, chunks = 1;
 };
 
-Plan plan_chunks(int64_t m, int64_t n_local, int world) {
+// `received`: bytes this rank receives from its peers.
+Plan plan_chunks(int64_t m, int64_t n_local, int world, int64_t received) {
   int64_t c = std::min<int64_t>({kMaxChunks, m * n_local / kMinChunkOutElems, m / kChunkRowAlign});
-  if (world < 2 || c < 2) return {m, 1};
+  if (world < 2 || c < 2 || received < kMinPipelinedBytes) return {m, 1};
   int64_t rows = (m + c - 1) / c;
   rows = (rows + kChunkRowAlign - 1) / kChunkRowAlign * kChunkRowAlign;
   return {rows, (m + rows - 1) / rows};
@@ -175,7 +186,12 @@ Pipeline& pipeline() {
     Pipeline q;
     auto event = [](cudaEvent_t& e) { PKB_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)); };
     PKB_CUDA_CHECK(cudaGetDevice(&q.device));
-    PKB_CUDA_CHECK(cudaStreamCreateWithFlags(&q.meet, cudaStreamNonBlocking));
+    // The meeting kernel at the highest priority: it becomes ready together
+    // with the next GEMM chunk, and should get its SM first rather than wait
+    // for that chunk (which would hold the copies back by one chunk).
+    int least = 0, greatest = 0;
+    PKB_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    PKB_CUDA_CHECK(cudaStreamCreateWithPriority(&q.meet, cudaStreamNonBlocking, greatest));
     for (auto& s : q.copy) PKB_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (auto& e : q.computed) event(e);
     for (auto& e : q.met) event(e);
@@ -201,7 +217,7 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   const cudaStream_t stream = stream_of(ctx);
   const int64_t es = static_cast<int64_t>(a.element_size());
   const size_t half = round_up(static_cast<size_t>(m * nl * es), 256);
-  const Plan plan = plan_chunks(m, nl, world);
+  const Plan plan = plan_chunks(m, nl, world, (world - 1) * m * nl * es);
   at::Tensor out = at::empty({m, n}, a.options());
 
   if (plan.chunks < 2) {

@@ -13,16 +13,16 @@
 // Two paths, picked by size (plan_chunks):
 //
 // Small (the default 1024x1024: whatever plan_chunks does not pipeline): one
-// kernel stages A_local in this rank's symmetric buffer (also writing its
-// columns of A_global), meets the matching block of every peer
-// (block_barrier) and pulls that share of every peer's rows into A_global
-// (SM loads over NVLink, written straight into the (M, 512) layout: no
-// gather buffer, no cat); then one cuBLAS GEMM. Two launches in all. Here
+// kernel pushes A_local into its columns of A_global (M, 512) in every
+// rank's symmetric buffer (SM stores over NVLink, straight into the GEMM's
+// layout: no gather buffer, no cat) and meets the matching block of every
+// peer (block_barrier); then one cuBLAS GEMM reads the local A_global. Two
+// launches in all. Here
 // the GEMM is one wave (64 tiles of 128x128 for 1024x1024 on 132 SMs), so it
 // takes about as long for M/2 rows as for M: splitting it would double the
 // GEMM time to hide ~2 µs of gather, which is why there is no pipeline here.
-// Expected: ~3-4 µs kernel (0.5 MiB at W=2: one NVLink barrier round trip
-// plus ~1.5 µs of transfer) + ~5 µs GEMM, against the reference's NCCL
+// Expected: ~3 µs kernel (0.5 MiB at W=2: ~1.5 µs of stores, then one
+// NVLink signal round trip) + ~5 µs GEMM, against the reference's NCCL
 // all-gather (~10 µs), cat and GEMM. Roofline (h200_sxm_2, W = 2,
 // 1024x1024): 1.1 µs, the NVLink term (0.5 MiB at 479 GB/s), with the GEMM's
 // (1.07 GFLOP at 989 TFLOP/s) and HBM's (4 MiB at 4.8 TB/s) just under it;
@@ -101,51 +101,38 @@ int barrier_blocks(int64_t want, int world, size_t pad_bytes) {
 
 // ---------------------------------------------------------------- small path
 
-// Block b copies its share of A_local (units of U, `ur` per row) into this
-// rank's staging region and into its own columns of A_global, meets block b of
-// every peer, then pulls the same share of every peer's rows into their
-// columns. Peers' loads are batched kBatch deep to keep NVLink busy.
-constexpr int kBatch = 4;
-
+// Block b pushes its share of A_local (units of U, `ur` per row) into this
+// rank's columns of A_global in every rank's symmetric buffer (its own
+// included), then meets block b of every peer: block_barrier releases the
+// block's remote stores and acquires the peers'. When the kernel has finished
+// on this rank, every block of every peer has pushed (each passed its
+// barrier), so A_global is whole in this rank's buffer and the GEMM reads it
+// from local memory. Pushing rather than pulling saves a staging copy and a
+// remote-read round trip (stores are posted; the release waits for them
+// once). Each unit is loaded once and stored to the W ranks from registers.
 template <typename U>
-__global__ void __launch_bounds__(kThreads) gather_rows_kernel(const U* __restrict__ a_local, U* __restrict__ a_full,
-                                                               int64_t rows, int64_t ur, SymmetricView sym) {
+__global__ void __launch_bounds__(kThreads) push_rows_kernel(const U* __restrict__ a_local, int64_t rows, int64_t ur,
+                                                             SymmetricView sym) {
   const int64_t row_units = ur * sym.world;
   const Share s = block_share(rows * ur);
-  U* own = reinterpret_cast<U*>(sym.own);
   for (int64_t i = s.begin + threadIdx.x; i < s.end; i += blockDim.x) {
-    U v = a_local[i];
-    own[i] = v;
-    a_full[(i / ur) * row_units + sym.rank * ur + i % ur] = v;
-  }
-  sym.barrier();
-  for (int k = 1; k < sym.world; ++k) {
-    const int p = (sym.rank + k) % sym.world;  // spread the peers over the links
-    const U* __restrict__ src = reinterpret_cast<const U*>(sym.peer(p));
-    for (int64_t i0 = s.begin + threadIdx.x; i0 < s.end; i0 += kBatch * blockDim.x) {
-      U v[kBatch];
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        int64_t i = i0 + j * blockDim.x;
-        if (i < s.end) v[j] = src[i];
-      }
-#pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
-        int64_t i = i0 + j * blockDim.x;
-        if (i < s.end) a_full[(i / ur) * row_units + p * ur + i % ur] = v[j];
-      }
+    const U v = a_local[i];
+    const int64_t d = (i / ur) * row_units + sym.rank * ur + i % ur;
+    for (int k = 0; k < sym.world; ++k) {
+      const int p = (sym.rank + k) % sym.world;  // self first, then spread the peers over the links
+      reinterpret_cast<U*>(static_cast<char*>(sym.peers[p]) + sym.offset)[d] = v;
     }
   }
+  sym.barrier();
 }
 
 template <typename U>
-void launch_gather_rows(const at::Tensor& a, at::Tensor& a_full, const SymmetricView& sym, int64_t row_bytes,
-                        size_t pad_bytes, cudaStream_t stream) {
+void launch_push_rows(const at::Tensor& a, const SymmetricView& sym, int64_t row_bytes, size_t pad_bytes,
+                      cudaStream_t stream) {
   const int64_t ur = row_bytes / static_cast<int64_t>(sizeof(U));
   const int64_t units = a.size(0) * ur;
   const int blocks = barrier_blocks((units + kThreads - 1) / kThreads, sym.world, pad_bytes);
-  gather_rows_kernel<U><<<blocks, kThreads, 0, stream>>>(static_cast<const U*>(a.data_ptr()),
-                                                          static_cast<U*>(a_full.data_ptr()), a.size(0), ur, sym);
+  push_rows_kernel<U><<<blocks, kThreads, 0, stream>>>(static_cast<const U*>(a.data_ptr()), a.size(0), ur, sym);
   PKB_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -269,30 +256,35 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
 
   const cudaStream_t stream = stream_of(ctx);
   const int64_t es = static_cast<int64_t>(a.element_size());
-  const size_t half = round_up(static_cast<size_t>(m * kl * es), 256);
   at::Tensor c = at::empty({m, n}, a.options());
   const Plan plan = plan_chunks(m, n, world, (world - 1) * m * kl * es);
 
   if (plan.chunks < 2 || (es != 2 && es != 4 && es != 8)) {
-    // Small path: fused stage + barrier + pull into A_global, then one GEMM.
+    // Small path: every rank pushes its columns of A_global into every rank's
+    // buffer (one kernel, one barrier), then one GEMM on the local A_global.
     static int64_t calls = 0;
-    const Staging st = staging(ctx, "allgather_gemm_sm_" + std::to_string(half), half, calls);
-    at::Tensor a_full = at::empty({m, k}, a.options());
+    const size_t full_half = round_up(static_cast<size_t>(m * k * es), 256);
+    const Staging st = staging(ctx, "allgather_gemm_sm_" + std::to_string(full_half), full_half, calls);
     const int64_t row_bytes = kl * es;
     const size_t pad = st.buf->signal_pad_bytes();
-    switch (unit_bytes(row_bytes, {a.data_ptr(), a_full.data_ptr(), st.view.own})) {
-      case 16: launch_gather_rows<uint4>(a, a_full, st.view, row_bytes, pad, stream); break;
-      case 8: launch_gather_rows<uint2>(a, a_full, st.view, row_bytes, pad, stream); break;
-      case 4: launch_gather_rows<uint32_t>(a, a_full, st.view, row_bytes, pad, stream); break;
-      case 2: launch_gather_rows<uint16_t>(a, a_full, st.view, row_bytes, pad, stream); break;
-      default: launch_gather_rows<uint8_t>(a, a_full, st.view, row_bytes, pad, stream); break;
+    switch (unit_bytes(row_bytes, {a.data_ptr(), st.view.own})) {
+      case 16: launch_push_rows<uint4>(a, st.view, row_bytes, pad, stream); break;
+      case 8: launch_push_rows<uint2>(a, st.view, row_bytes, pad, stream); break;
+      case 4: launch_push_rows<uint32_t>(a, st.view, row_bytes, pad, stream); break;
+      case 2: launch_push_rows<uint16_t>(a, st.view, row_bytes, pad, stream); break;
+      default: launch_push_rows<uint8_t>(a, st.view, row_bytes, pad, stream); break;
     }
+    // A_global is read in this call only: the next push into this half comes
+    // two calls later, after this rank's next barrier, so after this GEMM
+    // (NOTE [double buffering]).
+    const at::Tensor a_full = at::from_blob(st.view.own, {m, k}, a.options());
     at::mm_out(c, a_full, b);  // whole K: the reference's rounding
     return {c};
   }
 
   // Large path: the copy-engine micro-pipeline over row chunks.
   static int64_t calls = 0;
+  const size_t half = round_up(static_cast<size_t>(m * kl * es), 256);
   const Staging st = staging(ctx, "allgather_gemm_ce_" + std::to_string(half), half, calls);
   Pipeline& pl = pipeline();
   // Gathered Aᵀ, chunk-major: chunk c is a contiguous (k, mc) block at element m0 * k.

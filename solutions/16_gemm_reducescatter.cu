@@ -188,11 +188,12 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   for (int64_t j = 0; j < subs; ++j) {
     const int64_t in_block = j * sub_rows, rc = std::min(sub_rows, rows_per_rank - in_block);
     const int64_t n16 = rc * n / 8;
-    // The receiver's grid for this sub-chunk (the same on every rank): the
-    // last sub-chunk's reduction is exposed, so it gets a whole wave.
-    const bool last = j + 1 == subs;
-    const int grid = last ? blocks_for(n16) : std::min(blocks_for(n16), kOverlapBlocks);
     for (int owner = 0; owner < world; ++owner) {
+      // The receiver's grid for this chunk (the same on every rank): only the
+      // reduction of the very last chunk has no GEMM beside it, so only it
+      // gets a whole wave.
+      const bool last = j + 1 == subs && owner + 1 == world;
+      const int grid = last ? blocks_for(n16) : std::min(blocks_for(n16), kOverlapBlocks);
       const int64_t r0 = owner * rows_per_rank + in_block;
       const size_t off = static_cast<size_t>(r0 * n) * 2;
       at::Tensor dst = at::from_blob(reinterpret_cast<char*>(sym.own) + off, {rc, n}, opts);

@@ -20,10 +20,9 @@
 // accumulated in fp32 and rounded once to bf16 by a cuBLAS kernel of the same
 // N and K. That matters: a flipped bf16 rounding of a partial, amplified by
 // the cancellation in the sum, is past the tolerance (README, "GEMM
-// accumulation order"). If a GPU run ever shows a few mismatches per trial
-// with kChunkElems small, check whether cuBLAS picked a split-K kernel for
-// the chunk shape: setting kChunkElems huge (one chunk) computes the
-// reference's exact GEMM.
+// accumulation order"). If a GPU run ever shows a few mismatches per trial,
+// check whether cuBLAS picked a split-K kernel for the chunk shape: kOneGemm
+// computes the reference's exact GEMM (one chunk).
 //
 // Reduction order (README, "Reduction order at W > 2"): each rank's product
 // is rounded to bf16 and the sum is rounded after every add, as the
@@ -60,6 +59,10 @@ constexpr int64_t kChunkElems = 1 << 19;  // ~1 MiB of bf16 output per chunk
 constexpr int kMaxChunks = 8;
 constexpr int64_t kRowAlign = 128;    // chunk rows: whole cuBLAS tiles, 256-byte-aligned chunk starts
 constexpr int kOverlapBlocks = 48;    // reduce blocks while a GEMM runs beside them
+// Fallback, off: one chunk, i.e. the reference's exact GEMM shape, with its
+// reduction exposed. For a GPU whose cuBLAS picks another accumulation order
+// for the chunk shapes.
+constexpr bool kOneGemm = false;
 
 // The block size (elements) of Gloo's ring all-reduce over n elements of
 // `elem` bytes: the buffer is cut into numSegments segments (at least 2W, at
@@ -144,7 +147,7 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   PKB_CHECK(world <= kMaxWorld, "supports at most ", kMaxWorld, " ranks");
 
   // Row chunks: about kChunkElems outputs each, whole 128-row tiles.
-  const int64_t want = std::clamp<int64_t>(m * n / kChunkElems, 1, kMaxChunks);
+  const int64_t want = kOneGemm ? 1 : std::clamp<int64_t>(m * n / kChunkElems, 1, kMaxChunks);
   int64_t rows = (m + want - 1) / want;
   rows = std::min(m, (rows + kRowAlign - 1) / kRowAlign * kRowAlign);
   const int64_t chunks = (m + rows - 1) / rows;

@@ -10,7 +10,9 @@
 // whole chunk, one barrier per chunk, no second pass). Meanwhile the main
 // stream runs the GEMM of chunk i+1, so the reduction of chunk i (NVLink-bound)
 // hides under the GEMM of chunk i+1 (tensor-core-bound); only the last
-// chunk's reduction is exposed. The side stream has the highest priority and
+// chunk's reduction is exposed. Chunks only where they pay: at the default
+// shape the GEMM is under one wave and runs whole (NOTE [when chunking pays]
+// below). The side stream has the highest priority and
 // non-last reduce kernels are capped at kOverlapBlocks blocks so the GEMM
 // keeps most SMs. The side stream is joined back to the timed stream before
 // returning (NOTE [timing protocol]); nothing waits on the host.
@@ -36,6 +38,19 @@
 // order (rings per channel, chunking, algorithm choice) is not reproduced:
 // expect misses at W > 2 there, as the README predicts for any other order.
 //
+// NOTE [when chunking pays]
+// Splitting rows speeds nothing up unless each chunk's GEMM still fills the
+// GPU: under one wave of output tiles a GEMM takes about one tile's time
+// whatever its M, so two half-size chunks cost two such times and the
+// reduction they hide is paid for by the second GEMM. At the default shape
+// (M = N = 1024: 64 tiles of 128x128 on 132 SMs) the GEMM is under a wave,
+// so it runs as one GEMM followed by one reduce kernel on the timed stream
+// (no side stream, no event hop: the shortest dependent chain). From
+// kMinChunkWaves waves of tiles per chunk upwards (e.g. 4096x8192: 2,048
+// tiles, 8 chunks of 512 rows, about 2 waves each) the pipeline above runs.
+// Not measured yet: set kMinChunkWaves = 0 to force chunks of about
+// kChunkElems (2 at the default shape) and compare.
+//
 // Symmetric buffer: double-buffered (NOTE [double buffering] in
 // pkb/device.cuh). The next write of a half is two calls away; passing any
 // barrier of the call in between means every peer has finished the side
@@ -59,6 +74,9 @@ constexpr int64_t kChunkElems = 1 << 19;  // ~1 MiB of bf16 output per chunk
 constexpr int kMaxChunks = 8;
 constexpr int64_t kRowAlign = 128;    // chunk rows: whole cuBLAS tiles, 256-byte-aligned chunk starts
 constexpr int kOverlapBlocks = 48;    // reduce blocks while a GEMM runs beside them
+// A chunk's GEMM must still fill this many waves of 128x128 output tiles
+// (NOTE [when chunking pays] below); 0 chunks by kChunkElems alone.
+constexpr double kMinChunkWaves = 1.0;
 // Fallback, off: one chunk, i.e. the reference's exact GEMM shape, with its
 // reduction exposed. For a GPU whose cuBLAS picks another accumulation order
 // for the chunk shapes.
@@ -146,8 +164,12 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   PKB_CHECK(n % 8 == 0 && m > 0, "needs N a multiple of 8 (16-byte rows)");
   PKB_CHECK(world <= kMaxWorld, "supports at most ", kMaxWorld, " ranks");
 
-  // Row chunks: about kChunkElems outputs each, whole 128-row tiles.
-  const int64_t want = kOneGemm ? 1 : std::clamp<int64_t>(m * n / kChunkElems, 1, kMaxChunks);
+  // Row chunks: about kChunkElems outputs each, whole 128-row tiles, each at
+  // least kMinChunkWaves waves of tiles (NOTE [when chunking pays]).
+  const double tiles = static_cast<double>((m + 127) / 128) * static_cast<double>((n + 127) / 128);
+  const int64_t by_waves = kMinChunkWaves > 0 ? static_cast<int64_t>(tiles / (kMinChunkWaves * one_wave_blocks(1 << 30)))
+                                              : kMaxChunks;
+  const int64_t want = kOneGemm ? 1 : std::clamp<int64_t>(std::min(m * n / kChunkElems, by_waves), 1, kMaxChunks);
   int64_t rows = (m + want - 1) / want;
   rows = std::min(m, (rows + kRowAlign - 1) / kRowAlign * kRowAlign);
   const int64_t chunks = (m + rows - 1) / rows;
@@ -170,17 +192,24 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
     const size_t off = static_cast<size_t>(r0 * n) * 2;
     at::Tensor dst = at::from_blob(reinterpret_cast<char*>(sym.own) + off, {rc, n}, opts);
     at::mm_out(dst, a.narrow(0, r0, rc), b);  // on the current (timed) stream
-    PKB_CUDA_CHECK(cudaEventRecord(side.events[c], main));
-    PKB_CUDA_CHECK(cudaStreamWaitEvent(side.stream, side.events[c], 0));
+    // One chunk: nothing to overlap, so no stream hop either.
+    cudaStream_t s = main;
+    if (chunks > 1) {
+      s = side.stream;
+      PKB_CUDA_CHECK(cudaEventRecord(side.events[c], main));
+      PKB_CUDA_CHECK(cudaStreamWaitEvent(s, side.events[c], 0));
+    }
     const int64_t n16 = rc * n / 8;
     const bool last = c + 1 == chunks;
     const int grid = last ? blocks_for(n16) : std::min(blocks_for(n16), kOverlapBlocks);
-    chunk_allreduce_kernel<<<grid, kThreads, 0, side.stream>>>(
+    chunk_allreduce_kernel<<<grid, kThreads, 0, s>>>(
         reinterpret_cast<uint4*>(static_cast<char*>(out.data_ptr()) + off), sym, off, n16, r0 * n, block);
     PKB_CUDA_CHECK(cudaGetLastError());
   }
-  PKB_CUDA_CHECK(cudaEventRecord(side.events[kMaxChunks], side.stream));
-  PKB_CUDA_CHECK(cudaStreamWaitEvent(main, side.events[kMaxChunks], 0));
+  if (chunks > 1) {
+    PKB_CUDA_CHECK(cudaEventRecord(side.events[kMaxChunks], side.stream));
+    PKB_CUDA_CHECK(cudaStreamWaitEvent(main, side.events[kMaxChunks], 0));
+  }
   return {out};
 }
 

@@ -21,7 +21,11 @@
 // the highest priority, and non-last reduce kernels are capped at
 // kOverlapBlocks blocks so the GEMM keeps most SMs. Both side streams are
 // joined back to the timed stream before returning (NOTE [timing protocol]);
-// nothing waits on the host.
+// nothing waits on the host. Chunks only where they pay: when a row block's
+// GEMM is under one wave of tiles (the default shape), halving it saves no
+// GEMM time, so the partial is one GEMM followed by one reduce-scatter kernel
+// (barrier, then this rank's rows from every rank) on the timed stream
+// (NOTE [when chunking pays] in solutions/13_gemm_allreduce.cu).
 //
 // Chunks split M (rows), never K: every partial element is the same dot
 // product over this rank's 512/W k that the reference's single GEMM computes,
@@ -29,7 +33,7 @@
 // N and K (README, "GEMM accumulation order": a flipped rounding of a partial
 // is past the tolerance after cancellation). If a GPU run shows a few
 // mismatches per trial, check whether cuBLAS picked a split-K kernel for the
-// chunk shape; kOneGemm computes the reference's single GEMM instead.
+// chunk shape; kOneGemm always computes the reference's single GEMM.
 //
 // Reduction order (README, "Reduction order at W > 2"): partials are bf16
 // and the sum is rounded after every add, like the reference's bf16
@@ -70,9 +74,13 @@ constexpr int64_t kChunkElems = 1 << 19;  // ~1 MiB of bf16 partial per chunk
 constexpr int kMaxSub = 8;                // sub-chunks per row block
 constexpr int64_t kRowAlign = 64;         // sub-chunk rows
 constexpr int kOverlapBlocks = 48;        // reduce blocks while a GEMM runs beside them
-// Fallback, off: one GEMM of the reference's exact shape, then the same
-// per-chunk signals and reductions with nothing to hide them under. For a
-// GPU whose cuBLAS picks another accumulation order for the chunk shapes.
+// A chunk's GEMM must still fill this many waves of 128x128 output tiles
+// (NOTE [when chunking pays] in solutions/13_gemm_allreduce.cu); 0 chunks by
+// kChunkElems alone.
+constexpr double kMinChunkWaves = 1.0;
+// Fallback, off: always one GEMM of the reference's exact shape, then one
+// reduce-scatter kernel. For a GPU whose cuBLAS picks another accumulation
+// order for the chunk shapes.
 constexpr bool kOneGemm = false;
 
 // The block size (elements) of Gloo's ring over n elements of `elem` bytes
@@ -142,6 +150,15 @@ __global__ void __launch_bounds__(kThreads) reduce_chunk_kernel(uint4* out, Symm
   sum_chunk(out, sym.peers, sym.offset + chunk_offset, sym.world, first, block, s);
 }
 
+// Whole-GEMM path: meet every peer's same kernel (their GEMM finished before
+// it started), then sum this rank's rows from every rank.
+__global__ void __launch_bounds__(kThreads) reduce_scatter_kernel(uint4* out, SymmetricView sym, size_t rows_offset,
+                                                                  int64_t n16, int64_t first, int64_t block) {
+  Share s = block_share(n16);
+  sym.barrier();
+  sum_chunk(out, sym.peers, sym.offset + rows_offset, sym.world, first, block, s);
+}
+
 // The side streams and events, created once per process (one device per rank).
 struct SideStreams {
   cudaStream_t reduce = nullptr, signal = nullptr;
@@ -151,7 +168,7 @@ struct SideStreams {
     PKB_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lo, &hi));
     PKB_CUDA_CHECK(cudaStreamCreateWithPriority(&reduce, cudaStreamNonBlocking, hi));
     PKB_CUDA_CHECK(cudaStreamCreateWithPriority(&signal, cudaStreamNonBlocking, hi));
-    events.resize(kMaxSub * kMaxWorld + 3);
+    events.resize(kMaxSub * kMaxWorld + 2);
     for (auto& e : events) PKB_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
 };
@@ -169,8 +186,16 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
   PKB_CHECK(world <= kMaxWorld, "supports at most ", kMaxWorld, " ranks");
   const int64_t rows_per_rank = m / world;
 
-  // Sub-chunks of each row block: about kChunkElems partial elements each.
-  const int64_t want = std::clamp<int64_t>(rows_per_rank * n / kChunkElems, 1, kMaxSub);
+  // Sub-chunks of each row block: about kChunkElems partial elements each,
+  // each at least kMinChunkWaves waves of tiles; a row block under that runs
+  // as one whole GEMM plus one reduce-scatter kernel (the default shape: a
+  // block of 512x1024 is 32 tiles on 132 SMs).
+  const double block_tiles =
+      static_cast<double>((rows_per_rank + 127) / 128) * static_cast<double>((n + 127) / 128);
+  const double wave_tiles = kMinChunkWaves * one_wave_blocks(1 << 30);
+  const bool one_gemm = kOneGemm || (kMinChunkWaves > 0 && block_tiles < wave_tiles);
+  const int64_t by_waves = kMinChunkWaves > 0 ? static_cast<int64_t>(block_tiles / wave_tiles) : kMaxSub;
+  const int64_t want = std::clamp<int64_t>(std::min(rows_per_rank * n / kChunkElems, by_waves), 1, kMaxSub);
   int64_t sub_rows = (rows_per_rank + want - 1) / want;
   sub_rows = std::min(rows_per_rank, (sub_rows + kRowAlign - 1) / kRowAlign * kRowAlign);
   const int64_t subs = (rows_per_rank + sub_rows - 1) / sub_rows;
@@ -184,18 +209,22 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
             "signal pad too small for one slot per block");
   const int64_t block = ring_block_elems(m * n, 2, world);
 
-  static SideStreams side;
   cudaStream_t main = stream_of(ctx);
   at::Tensor out = at::empty({rows_per_rank, n}, a.options());
   auto opts = a.options();
-  int ev = 0;
-  cudaEvent_t whole = nullptr;
-  if (kOneGemm) {
+  if (one_gemm) {
+    // Nothing to overlap: the shortest dependent chain, all on the timed stream.
     at::Tensor dst = at::from_blob(sym.own, {m, n}, opts);
     at::mm_out(dst, a, b);
-    whole = side.events[ev++];
-    PKB_CUDA_CHECK(cudaEventRecord(whole, main));
+    const int64_t n16 = rows_per_rank * n / 8, r0 = rank * rows_per_rank;
+    reduce_scatter_kernel<<<blocks_for(n16), kThreads, 0, main>>>(static_cast<uint4*>(out.data_ptr()), sym,
+                                                                  static_cast<size_t>(r0 * n) * 2, n16, r0 * n, block);
+    PKB_CUDA_CHECK(cudaGetLastError());
+    return {out};
   }
+
+  static SideStreams side;
+  int ev = 0;
   for (int64_t j = 0; j < subs; ++j) {
     const int64_t in_block = j * sub_rows, rc = std::min(sub_rows, rows_per_rank - in_block);
     const int64_t n16 = rc * n / 8;
@@ -207,13 +236,10 @@ std::vector<at::Tensor> solve(pkb::Context& ctx, const pkb::Inputs& in) {
       const int grid = last ? blocks_for(n16) : std::min(blocks_for(n16), kOverlapBlocks);
       const int64_t r0 = owner * rows_per_rank + in_block;
       const size_t off = static_cast<size_t>(r0 * n) * 2;
-      cudaEvent_t done = whole;
-      if (!kOneGemm) {
-        at::Tensor dst = at::from_blob(reinterpret_cast<char*>(sym.own) + off, {rc, n}, opts);
-        at::mm_out(dst, a.narrow(0, r0, rc), b);  // on the current (timed) stream
-        done = side.events[ev++];
-        PKB_CUDA_CHECK(cudaEventRecord(done, main));
-      }
+      at::Tensor dst = at::from_blob(reinterpret_cast<char*>(sym.own) + off, {rc, n}, opts);
+      at::mm_out(dst, a.narrow(0, r0, rc), b);  // on the current (timed) stream
+      cudaEvent_t done = side.events[ev++];
+      PKB_CUDA_CHECK(cudaEventRecord(done, main));
       if (owner == rank) {
         PKB_CUDA_CHECK(cudaStreamWaitEvent(side.reduce, done, 0));
         reduce_chunk_kernel<<<grid, kThreads, 0, side.reduce>>>(

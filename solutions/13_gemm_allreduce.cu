@@ -34,7 +34,9 @@
 // the reference runs on when ranks share a GPU; the order measured on CPU in
 // tests/fixtures/second_way/40_ddp.cpp): element e lies in ring block
 // c = e / block (Gloo's block size, ring_block_elems()), whose sum is ranks
-// c-1, c-2, ..., c (mod W). With one GPU per rank the reference is NCCL, whose
+// c-1, c-2, ..., c (mod W); bit for bit against torch 2.11's CPU Gloo at
+// W = 3 and 4, block size included (tests/fixtures/solution_ports/README.md).
+// With one GPU per rank the reference is NCCL, whose
 // order (rings per channel, chunking, algorithm choice) is not reproduced:
 // expect misses at W > 2 there, as the README predicts for any other order.
 //
@@ -53,8 +55,8 @@
 //
 // Symmetric buffer: double-buffered (NOTE [double buffering] in
 // pkb/device.cuh). The next write of a half is two calls away; passing any
-// barrier of the call in between means every peer has finished the side
-// stream work of this call, which read it.
+// barrier of the call in between means every peer has finished this call's
+// reduce kernels, which read it (same stream as that barrier's kernel).
 // Ranks sharing a GPU (NOTE [ranks sharing a GPU]): the only device-side wait
 // is block_barrier between the same kernel on every rank; a rank's kernel i
 // depends only on its own earlier GEMM (an event) and the peers' kernel i,

@@ -42,7 +42,9 @@
 // ring order (the reference's backend when ranks share a GPU; measured on CPU
 // in tests/fixtures/second_way/45_reducescatter_fused_rmsnorm.cpp): block c
 // sums ranks c-1, c-2, ..., c (mod W), with Gloo's ring block size
-// (ring_block_elems(), which is M·N/W when the sizes divide evenly). With one
+// (ring_block_elems(), which is M·N/W when the sizes divide evenly); bit for
+// bit against torch 2.11's CPU Gloo at W = 4 (tests/fixtures/solution_ports/
+// README.md). With one
 // GPU per rank the reference is NCCL, whose order is not reproduced: expect
 // misses at W > 2 there, as the README predicts for any other order.
 //

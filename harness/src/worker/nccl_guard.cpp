@@ -37,12 +37,14 @@ void note_call(const char* name) {
   g_violation.compare_exchange_strong(none, name);
 }
 
-// NCCL's own entry point for `name`: pnccl<Name>, the profiling hook, which is
-// the real function (ncclXxx is a weak alias of it in libnccl).
+// NCCL's own entry point: pnccl<Name>, the profiling hook, which is the real
+// function (ncclXxx is a weak alias of it in libnccl); else the next ncclXxx
+// after the executable's (an NCCL without the hooks).
 void* forward(const char* pname) {
   void* f = dlsym(RTLD_DEFAULT, pname);
+  if (!f) f = dlsym(RTLD_NEXT, pname + 1);
   if (!f) {
-    std::fprintf(stderr, "pkb: NCCL has no %s (NOTE [NCCL calls counted]); aborting\n", pname);
+    std::fprintf(stderr, "pkb: NCCL has neither %s nor %s (NOTE [NCCL calls counted]); aborting\n", pname, pname + 1);
     std::abort();
   }
   return f;

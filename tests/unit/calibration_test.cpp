@@ -70,11 +70,16 @@ TEST(Calibration, Names) {
   EXPECT_TRUE(exact.exact);
   EXPECT_EQ(exact.name, "h200_sxm_2");
   EXPECT_EQ(calibrated_name("NVIDIA H200", 2, exact), "h200_sxm_2.calibrated");
-  DatasheetChoice same_gpu = datasheet_for("NVIDIA H200", 1, PKB_SOURCE_DIR);
+  DatasheetChoice one = datasheet_for("NVIDIA H200", 1, PKB_SOURCE_DIR);
+  ASSERT_TRUE(one.found);
+  EXPECT_TRUE(one.exact);
+  EXPECT_EQ(one.name, "h200_sxm_1");
+  // No shipped file for 4 H200s: the first datasheet of the same GPU (sorted).
+  DatasheetChoice same_gpu = datasheet_for("NVIDIA H200", 4, PKB_SOURCE_DIR);
   ASSERT_TRUE(same_gpu.found);
   EXPECT_FALSE(same_gpu.exact);
-  EXPECT_EQ(same_gpu.name, "h200_sxm_2");
-  EXPECT_EQ(calibrated_name("NVIDIA H200", 1, same_gpu), "nvidia_h200_1.calibrated");
+  EXPECT_EQ(same_gpu.name, "h200_sxm_1");
+  EXPECT_EQ(calibrated_name("NVIDIA H200", 4, same_gpu), "nvidia_h200_4.calibrated");
   EXPECT_EQ(calibrated_name("NVIDIA H100 80GB HBM3", 4, datasheet_for("NVIDIA H100 80GB HBM3", 4, PKB_SOURCE_DIR)),
             "nvidia_h100_80gb_hbm3_4.calibrated");
   EXPECT_FALSE(datasheet_for("NVIDIA B200", 8, PKB_SOURCE_DIR).found);
@@ -85,8 +90,8 @@ TEST(Calibration, OneGpuFileMeasuresWhatNeedsNoPeer) {
   Json t = make_calibrated_topology(one_gpu_input());
   EXPECT_TRUE(t["calibrated"].get<bool>());
   EXPECT_EQ(t["format_version"], kCalibrationFormatVersion);
-  EXPECT_EQ(t["datasheet"], "h200_sxm_2");
-  EXPECT_TRUE(t.contains("datasheet_note"));  // same GPU, another count
+  EXPECT_EQ(t["datasheet"], "h200_sxm_1");
+  EXPECT_FALSE(t.contains("datasheet_note"));  // the shipped one-GPU datasheet: exact
   EXPECT_EQ(t["provenance"]["git_sha"], "abc");
   ASSERT_EQ(t["raw"].size(), 1u);
   // HBM: the best sm_copy grid that did not fail; GEMM as measured.

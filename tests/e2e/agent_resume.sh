@@ -7,7 +7,8 @@
 # the same scores as the uninterrupted run, the step's agent must have read
 # the rebuilt verdict, and the in-flight step's folder must be moved aside. A
 # second --resume runs nothing; a trajectory that used its budget runs again
-# only with a larger --steps; --resume refuses a change of --until-fast.
+# only with a larger --steps; --resume refuses a change of --until-fast and
+# another run's file.
 set -u
 pkb=$1 dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -62,6 +63,9 @@ expect 1 "--resume with --steps 3 runs step 3" -- \
 expect 2 "--resume refuses --until-fast on a run without it" -- \
   "$pkb" agent 1 --agent "exit 3" --steps 4 --until-fast --out "$dir/budget.jsonl" --resume "${cheap[@]}"
 grep -q -- "without --until-fast" "$dir/out.txt" || { echo "FAIL: no --until-fast reason"; cat "$dir/out.txt"; fail=1; }
+expect 2 "--resume refuses another run's file (another --name)" -- \
+  "$pkb" agent 1 --agent "exit 3" --steps 3 --out "$dir/budget.jsonl" --resume "${cheap[@]/failing/other}"
+grep -q -- "holds the steps of run 'failing'" "$dir/out.txt" || { echo "FAIL: no other-run reason"; cat "$dir/out.txt"; fail=1; }
 
 python3 - "$dir" <<'PY' || fail=1
 import json, os, sys

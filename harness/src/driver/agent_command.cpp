@@ -28,7 +28,8 @@
 // run has no record (its step was in flight, or its record never reached the
 // file): it is moved aside to step_<m+1>.interrupted (then .2, ...) so none of
 // its files is taken for the new step's candidate, and the step runs again
-// from its agent command.
+// from its agent command. A file of another run (its records name another
+// --name, device or world size) is refused, as is a change of --until-fast.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -264,6 +265,21 @@ int cmd_agent(const AgentOptions& o) {
   std::map<std::string, std::vector<Json>> recorded;
   if (resuming) {
     recorded = recorded_trajectories(o.run.out);
+    // Another run's records (another --name, --device or --nproc) would share
+    // the attempt folders, not its trajectories: refuse rather than mix them.
+    bool same_run = recorded.empty();
+    std::string other;
+    for (const auto& [key, steps] : recorded) {
+      const Json& r = steps.front();
+      if (r.value("solutions", std::string()) == s.solutions_label && r.value("device", std::string()) == s.device &&
+          r.value("world_size", 0) == s.world)
+        same_run = true;
+      else if (other.empty())
+        other = "'" + r.value("run_name", std::string()) + "' on " + r.value("device", std::string()) +
+                ", world size " + std::to_string(r.value("world_size", 0));
+    }
+    PKB_CHECK(same_run, "--resume: ", o.run.out, " holds the steps of run ", other, ", not of '", s.run_name, "' on ",
+              s.device, ", world size ", s.world, " (give that run's --name, --device and --nproc)");
     end_with_newline(o.run.out);
   } else {
     PKB_CHECK(is_empty_or_absent_dir(dir), "attempt folder '", dir,

@@ -72,8 +72,12 @@ void add_agent(CLI::App& app, Cli& cli) {
   a->add_option("--agent-timeout", o->agent_timeout_s, "Seconds per agent command; then it and its children are killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  a->add_option("--out", o->run.out, "Results file (JSONL, one record per step; must not exist)")->required();
-  a->add_option("--dir", o->dir, "Attempt folders (default: the --out name with .attempts for .jsonl; must be empty)");
+  a->add_option("--out", o->run.out, "Results file (JSONL, one record per step; must not exist unless --resume)")
+      ->required();
+  a->add_option("--dir", o->dir,
+                "Attempt folders (default: the --out name with .attempts for .jsonl; must be empty unless --resume)");
+  a->add_flag("--resume", o->resume,
+              "Continue --out: skip finished trajectories, go on with unfinished ones at their next step");
   add_eval_flags(a, o->run);
   a->callback([&cli, o] { cli.action = [o] { return cmd_agent(*o); }; });
 }

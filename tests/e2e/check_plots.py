@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Checks the plots scripts/plot_leaderboard.py drew from a scores file.
 
-usage: check_plots.py SCORES.json PLOT_DIR
+usage: check_plots.py SCORES.json... PLOT_DIR  (the scores files given to the script, in order)
 
 Exit 0 when fast_p and outcomes exist as non-trivial PNG and SVG files, the
 fast_p SVG has one curve per model whose markers sit where the scores put
-them, and the outcomes SVG has one bar per model and outcome whose height is
-proportional to its count. Exit 1, saying why, otherwise. Standard library only.
+them, and the outcomes SVG has one bar per model and outcome (agent_error
+included when a model has one) whose height is proportional to its count;
+and, when a model has pkb agent trajectories (an agentic object), steps
+exists likewise with one curve per such model whose markers sit at (s,
+pass@k within s steps) of its step_curve (when none has, steps must not
+exist). Exit 1, saying why, otherwise. Standard library only.
 """
 import json
 import os
@@ -20,6 +24,7 @@ XLINK_HREF = "{http://www.w3.org/1999/xlink}href"
 # The outcomes the script stacks (its OUTCOMES), then harness errors apart.
 STACKED = ["correct", "timing_anomaly", "output_mismatch", "timeout", "runtime_error", "shape_mismatch",
            "load_error", "forbidden_api", "compile_error"]
+AGENT_STACKED = ["agent_error"]  # stacked only when some model has one
 TOLERANCE_PX = 0.5
 
 failures = []
@@ -64,35 +69,53 @@ def linear_fit_ok(pairs, what):
             fail(f"{what}: value {v} drawn at {y:.2f}, expected {y0 + (v - v0) * scale:.2f}")
 
 
-def check_fast_p(svg_path, models):
+def check_curves(svg_path, prefix, curves_by_index, what):
+    """One group <prefix><i> per entry of curves_by_index ({i: (name, [(x, y)...])}),
+    each with one marker per point; markers linear in both x and y over all curves."""
     root = ET.parse(svg_path).getroot()
     ids = by_id(root)
-    curves = sorted(i for i in ids if i.startswith("fast_p_curve_"))
-    if len(curves) != len(models):
-        fail(f"{svg_path}: {len(curves)} curves, expected one per model ({len(models)})")
-    pairs = []
-    for i, (name, m) in enumerate(models.items()):
-        g = ids.get(f"fast_p_curve_{i}")
+    drawn = sorted(i for i in ids if i.startswith(prefix))
+    if len(drawn) != len(curves_by_index):
+        fail(f"{svg_path}: {len(drawn)} curves, expected one per {what} ({len(curves_by_index)})")
+    xs, ys = [], []
+    for i, (name, points) in curves_by_index.items():
+        g = ids.get(f"{prefix}{i}")
         if g is None:
+            fail(f"{svg_path}: no curve {prefix}{i} for {name}")
             continue
-        marks = [float(u.get("y")) for u in g.iter(f"{SVG}use") if u.get(XLINK_HREF)]
-        vals = [v for _, v in m["fast_p_curve"]]
-        if len(marks) != len(vals):
-            fail(f"{svg_path}: {name}'s curve has {len(marks)} markers, expected {len(vals)}")
+        marks = [(float(u.get("x")), float(u.get("y"))) for u in g.iter(f"{SVG}use") if u.get(XLINK_HREF)]
+        if len(marks) != len(points):
+            fail(f"{svg_path}: {name}'s curve has {len(marks)} markers, expected {len(points)}")
             continue
-        pairs += list(zip(vals, marks))
-    linear_fit_ok(pairs, f"{svg_path} markers")
+        xs += [(p[0], m[0]) for p, m in zip(points, marks)]
+        ys += [(p[1], m[1]) for p, m in zip(points, marks)]
+    linear_fit_ok(xs, f"{svg_path} marker x")
+    linear_fit_ok(ys, f"{svg_path} marker y")
     text = open(svg_path).read()
-    for name in models:  # matplotlib writes each text as a comment before its glyphs
+    for name, _ in curves_by_index.values():  # matplotlib writes each text as a comment before its glyphs
         if f"<!-- {name} -->" not in text:
             fail(f"{svg_path}: legend lacks '{name}'")
+
+
+def check_steps(svg_path, models):
+    check_curves(svg_path, "step_curve_",
+                 {i: (name, [tuple(p) for p in m["agentic"]["step_curve"]])
+                  for i, (name, m) in enumerate(models.items()) if m.get("agentic")},
+                 "model with pkb agent trajectories")
+
+
+def check_fast_p(svg_path, models):
+    check_curves(svg_path, "fast_p_curve_",
+                 {i: (name, [tuple(p) for p in m["fast_p_curve"]]) for i, (name, m) in enumerate(models.items())},
+                 "model")
 
 
 def check_outcomes(svg_path, models):
     ids = by_id(ET.parse(svg_path).getroot())
     pairs = []
+    stacked = STACKED + [o for o in AGENT_STACKED if any(m["outcomes"].get(o, 0) for m in models.values())]
     for i, (name, m) in enumerate(models.items()):
-        for outcome in STACKED:
+        for outcome in stacked:
             g = ids.get(f"bar_{outcome}_{i}")
             if g is None:
                 fail(f"{svg_path}: no {outcome} bar for {name}")
@@ -106,12 +129,21 @@ def check_outcomes(svg_path, models):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3:
         sys.exit(__doc__)
-    scores_path, plot_dir = sys.argv[1:]
-    with open(scores_path) as f:
-        models = json.load(f)["models"]
-    for stem in ("fast_p", "outcomes"):
+    *score_paths, plot_dir = sys.argv[1:]
+    scores_path = " ".join(score_paths)
+    models = {}
+    for path in score_paths:  # in the script's order: files, then each file's models
+        with open(path) as f:
+            models.update(json.load(f)["models"])
+    agentic = any(m.get("agentic") for m in models.values())
+    stems = ("fast_p", "outcomes") + (("steps",) if agentic else ())
+    if not agentic:
+        for ext in ("png", "svg"):
+            if os.path.exists(os.path.join(plot_dir, f"steps.{ext}")):
+                fail(f"steps.{ext} drawn, but no model has pkb agent trajectories")
+    for stem in stems:
         for ext, min_bytes in (("png", 5000), ("svg", 5000)):
             path = os.path.join(plot_dir, f"{stem}.{ext}")
             if not os.path.isfile(path):
@@ -123,10 +155,13 @@ def main():
     if not failures:
         check_fast_p(os.path.join(plot_dir, "fast_p.svg"), models)
         check_outcomes(os.path.join(plot_dir, "outcomes.svg"), models)
+        if agentic:
+            check_steps(os.path.join(plot_dir, "steps.svg"), models)
     for f in failures:
         print(f"FAIL: {f}")
     if not failures:
-        print(f"ok: {len(models)} models: fast_p curves and outcome bars match {scores_path}")
+        print(f"ok: {len(models)} models: fast_p curves{', step curves' if agentic else ''} and outcome bars "
+              f"match {scores_path}")
     sys.exit(1 if failures else 0)
 
 

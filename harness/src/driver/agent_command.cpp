@@ -15,12 +15,31 @@
 // trajectory stops at the first correct candidate (--until-fast: the first
 // correct one faster than the reference on one GPU per rank) or after N
 // steps. Scores read trajectories per step budget (scores/agentic.h).
+//
+// NOTE [agent resume]
+// --resume continues --out. A trajectory (problem, sample) is read back from
+// its step records, in step order (steps 1..m, each once, or pkb refuses). It
+// is finished when its last step stopped it (correct; with --until-fast, fast)
+// or m >= --steps, and nothing of it runs again. Otherwise it goes on at step
+// m+1, as if never stopped: its history.md, history.jsonl and every step's
+// verdict files are rewritten from the records (the files the loop writes
+// after a step are a function of its record: record_step below), so the
+// agent reads what it would have read. A step_<m+1> folder left by the stopped
+// run has no record (its step was in flight, or its record never reached the
+// file): it is moved aside to step_<m+1>.interrupted (then .2, ...) so none of
+// its files is taken for the new step's candidate, and the step runs again
+// from its agent command. A file of another run (its records name another
+// --name, device or world size) is refused, as is a change of --until-fast.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/build_info.h"
@@ -143,6 +162,82 @@ std::string session_text(const AgentOptions& o, const RunSettings& s, const std:
   return os.str();
 }
 
+// The files a trajectory's agent reads between steps (NOTE [agent loop]).
+struct TrajectoryFiles {
+  std::string dir, history_md, history_jsonl;
+  std::string prev_verdict, prev_verdict_json, prev_candidate;  // empty before step 1
+
+  TrajectoryFiles(const std::string& tdir, const std::string& folder_name, int sample)
+      : dir(tdir), history_md(tdir + "/history.md"), history_jsonl(tdir + "/history.jsonl") {
+    write_text(history_md, "# Attempts at " + folder_name + " (sample " + std::to_string(sample) + ")\n");
+    write_text(history_jsonl, "");
+  }
+  std::string step_dir(int step) const { return dir + "/step_" + std::to_string(step); }
+};
+
+// After step `step` got record `r` (its candidate `cand`, "" when none): its
+// verdict files and the history's line. Everything here derives from the
+// record, so --resume rebuilds it (NOTE [agent resume]).
+void record_step(TrajectoryFiles& t, int step, const Json& r, const std::string& cand) {
+  const std::string sdir = t.step_dir(step);
+  mkdirs(sdir);
+  const Json v = make_verdict(r);
+  t.prev_verdict = sdir + "/verdict.txt";
+  t.prev_verdict_json = sdir + "/verdict.json";
+  write_text(t.prev_verdict, verdict_text(v));
+  write_text(t.prev_verdict_json, v.dump(2) + "\n");
+  append_text(t.history_jsonl, v.dump() + "\n");
+  std::ostringstream h;
+  h << "\n## Step " << step << ": " << v.value("outcome", std::string()) << "\n\n"
+    << "candidate: " << (cand.empty() ? std::string("(none)") : cand) << "\n";
+  if (!v.value("correct", false)) h << "reason: " << one_line(v.value("reason", std::string()), 400) << "\n";
+  if (v["speedup"].is_number()) h << "speedup: " << v["speedup"].get<double>() << "\n";
+  h << "verdict: " << t.prev_verdict << "\n";
+  append_text(t.history_md, h.str());
+  if (!cand.empty()) t.prev_candidate = cand;
+}
+
+bool stops_trajectory(const Json& r, bool until_fast) {
+  return until_fast ? is_fast(r) : r.value("outcome", std::string()) == "correct";
+}
+
+// The identity of a step record's trajectory: its record key without the step.
+std::string trajectory_key(Json r) {
+  r.erase("step");
+  return record_key(r);
+}
+
+// --resume: the step records of --out by trajectory, each in step order.
+std::map<std::string, std::vector<Json>> recorded_trajectories(const std::string& out) {
+  std::map<std::string, std::vector<Json>> by;
+  for (Json& r : read_jsonl(out))
+    if (r.contains("step") && r["step"].is_number_integer()) by[trajectory_key(r)].push_back(std::move(r));
+  for (auto& [key, steps] : by)
+    std::stable_sort(steps.begin(), steps.end(),
+                     [](const Json& a, const Json& b) { return a["step"].get<int>() < b["step"].get<int>(); });
+  return by;
+}
+
+// A path that does not exist yet: `base`, else base.2, base.3, ...
+std::string free_name(const std::string& base) {
+  struct stat st;
+  if (lstat(base.c_str(), &st) != 0) return base;
+  for (int i = 2;; ++i) {
+    std::string p = base + "." + std::to_string(i);
+    if (lstat(p.c_str(), &st) != 0) return p;
+  }
+}
+
+// A killed writer can leave a torn last line; the next record must start a line.
+void end_with_newline(const std::string& path) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f.good() || f.tellg() <= 0) return;
+  f.seekg(-1, std::ios::end);
+  char last = 0;
+  f.get(last);
+  if (last != '\n') append_text(path, "\n");
+}
+
 }  // namespace
 
 int cmd_agent(const AgentOptions& o) {
@@ -165,8 +260,32 @@ int cmd_agent(const AgentOptions& o) {
     if (dir.size() > 6 && dir.compare(dir.size() - 6, 6, ".jsonl") == 0) dir.resize(dir.size() - 6);
     dir += ".attempts";
   }
-  PKB_CHECK(is_empty_or_absent_dir(dir), "attempt folder '", dir, "' exists and is not empty (--dir names another)");
-  JsonlWriter writer(o.run.out, /*append=*/false);
+  // NOTE [agent resume]
+  const bool resuming = o.resume && file_exists(o.run.out);
+  std::map<std::string, std::vector<Json>> recorded;
+  if (resuming) {
+    recorded = recorded_trajectories(o.run.out);
+    // Another run's records (another --name, --device or --nproc) would share
+    // the attempt folders, not its trajectories: refuse rather than mix them.
+    bool same_run = recorded.empty();
+    std::string other;
+    for (const auto& [key, steps] : recorded) {
+      const Json& r = steps.front();
+      if (r.value("solutions", std::string()) == s.solutions_label && r.value("device", std::string()) == s.device &&
+          r.value("world_size", 0) == s.world)
+        same_run = true;
+      else if (other.empty())
+        other = "'" + r.value("run_name", std::string()) + "' on " + r.value("device", std::string()) +
+                ", world size " + std::to_string(r.value("world_size", 0));
+    }
+    PKB_CHECK(same_run, "--resume: ", o.run.out, " holds the steps of run ", other, ", not of '", s.run_name, "' on ",
+              s.device, ", world size ", s.world, " (give that run's --name, --device and --nproc)");
+    end_with_newline(o.run.out);
+  } else {
+    PKB_CHECK(is_empty_or_absent_dir(dir), "attempt folder '", dir,
+              "' exists and is not empty (--dir names another; --resume continues its run)");
+  }
+  JsonlWriter writer(o.run.out, /*append=*/o.resume);
   mkdirs(dir);
   // The task describes the machine the candidate runs on; CPU mode has no
   // NVLink to describe, so it shows the published machine.
@@ -176,8 +295,8 @@ int cmd_agent(const AgentOptions& o) {
   CandidateToolchain tc = CandidateToolchain::load(bdir);
   s.cuobjdump = find_cuobjdump(tc);
   std::fprintf(stderr, "pkb agent: %zu problem(s) x %d sample(s), at most %d step(s) each, on %s, world size %d; "
-               "attempts in %s; records to %s\n", ids.size(), o.samples, o.steps, s.device.c_str(), s.world,
-               dir.c_str(), writer.path().c_str());
+               "attempts in %s; records to %s%s\n", ids.size(), o.samples, o.steps, s.device.c_str(), s.world,
+               dir.c_str(), writer.path().c_str(), resuming ? " (resumed)" : "");
 
   // Phase: one trajectory per problem and sample.
   bool harness_error = false, all_solved = true;
@@ -193,21 +312,66 @@ int cmd_agent(const AgentOptions& o) {
       const std::string tdir = dir + "/" + p.folder_name() + "/sample_" + std::to_string(sample);
       mkdirs(tdir);
       write_text(tdir + "/task.md", task);
-      const std::string history_md = tdir + "/history.md", history_jsonl = tdir + "/history.jsonl";
-      write_text(history_md, "# Attempts at " + p.folder_name() + " (sample " + std::to_string(sample) + ")\n");
-      write_text(history_jsonl, "");
-      std::string prev_verdict, prev_verdict_json, prev_candidate;
+      TrajectoryFiles t(tdir, p.folder_name(), sample);
       bool solved = false;
-      for (int step = 1; step <= o.steps && !solved; ++step) {
-        const std::string sdir = tdir + "/step_" + std::to_string(step);
+      int first_step = 1;
+      // NOTE [agent resume]: the steps already recorded, replayed into the files.
+      auto rec = recorded.find(trajectory_key(base_record(s, plan_item(p, "", sample, s.device, s.world))));
+      if (rec != recorded.end()) {
+        for (const Json& r : rec->second) {
+          const int step = r["step"].get<int>();
+          PKB_CHECK(step == first_step, "--resume: ", o.run.out, " has ", p.folder_name(), " sample ", sample,
+                    "'s step ", step, " where step ", first_step,
+                    " was expected (each step once, from 1); it is not one pkb agent run's file");
+          PKB_CHECK(!solved, "--resume: ", o.run.out, " has ", p.folder_name(), " sample ", sample,
+                    "'s step ", step, " after the step that stopped it");
+          const Json& ag = r.contains("agent") && r["agent"].is_object() ? r["agent"] : Json::object();
+          PKB_CHECK(ag.value("until_fast", false) == o.until_fast, "--resume: ", o.run.out, " was written ",
+                    o.until_fast ? "without" : "with", " --until-fast (trajectories stop differently); resume it ",
+                    o.until_fast ? "without" : "with", " it");
+          const std::string was = ag.value("attempt_dir", std::string());
+          PKB_CHECK(was.empty() || was == t.step_dir(step), "--resume: ", o.run.out, "'s step ", step, " of ",
+                    p.folder_name(), " sample ", sample, " ran in ", was, ", not in ", t.step_dir(step),
+                    " (pass its attempt folder with --dir)");
+          if (ag.value("command", o.agent) != o.agent && step == 1)
+            std::fprintf(stderr, "note: %s sample %d was begun by the agent command '%s'; it goes on with '%s'\n",
+                         p.folder_name().c_str(), sample, ag.value("command", std::string()).c_str(),
+                         o.agent.c_str());
+          const std::string cand = r.contains("candidate") && r["candidate"].is_string()
+                                       ? r["candidate"].get<std::string>()
+                                       : std::string();
+          record_step(t, step, r, cand);
+          harness_error |= r.value("outcome", std::string()) == "harness_error";
+          solved = stops_trajectory(r, o.until_fast);
+          ++first_step;
+        }
+        const int done = first_step - 1;
+        if (solved || done >= o.steps) {
+          std::fprintf(stderr, "%s #%d: %d step(s) already recorded, %s\n", p.folder_name().c_str(), sample, done,
+                       solved ? "stopped at a solving step" : "the whole budget");
+        } else {
+          std::fprintf(stderr, "%s #%d: %d step(s) already recorded; going on at step %d\n",
+                       p.folder_name().c_str(), sample, done, first_step);
+        }
+      }
+      for (int step = first_step; step <= o.steps && !solved; ++step) {
+        const std::string sdir = t.step_dir(step);
+        struct stat st;
+        if (lstat(sdir.c_str(), &st) == 0) {
+          // Left by a stopped run, without a record (NOTE [agent resume]).
+          const std::string aside = free_name(sdir + ".interrupted");
+          PKB_CHECK(rename(sdir.c_str(), aside.c_str()) == 0, "cannot move '", sdir, "' aside: ", strerror(errno));
+          std::fprintf(stderr, "%s #%d: step %d was in flight when the run stopped; its folder is now %s\n",
+                       p.folder_name().c_str(), sample, step, aside.c_str());
+        }
         mkdirs(sdir);
         std::map<std::string, std::string> env = {
             {"PKB_TASK", tdir + "/task.md"},
-            {"PKB_VERDICT", prev_verdict},
-            {"PKB_VERDICT_JSON", prev_verdict_json},
-            {"PKB_HISTORY", history_md},
-            {"PKB_HISTORY_JSON", history_jsonl},
-            {"PKB_PREVIOUS_CANDIDATE", prev_candidate},
+            {"PKB_VERDICT", t.prev_verdict},
+            {"PKB_VERDICT_JSON", t.prev_verdict_json},
+            {"PKB_HISTORY", t.history_md},
+            {"PKB_HISTORY_JSON", t.history_jsonl},
+            {"PKB_PREVIOUS_CANDIDATE", t.prev_candidate},
             {"PKB_CANDIDATE", sdir + "/" + cand_name},
             {"PKB_RESPONSE", sdir + "/response.md"},
             {"PKB_ATTEMPT_DIR", sdir},
@@ -262,25 +426,11 @@ int cmd_agent(const AgentOptions& o) {
                       {"log", a.log},        {"attempt_dir", sdir}};
         if (!a.signal.empty()) r["agent"]["signal"] = a.signal;
         writer.append(r);
-
-        const Json v = make_verdict(r);
-        prev_verdict = sdir + "/verdict.txt";
-        prev_verdict_json = sdir + "/verdict.json";
-        write_text(prev_verdict, verdict_text(v));
-        write_text(prev_verdict_json, v.dump(2) + "\n");
-        append_text(history_jsonl, v.dump() + "\n");
-        std::ostringstream h;
-        h << "\n## Step " << step << ": " << v.value("outcome", std::string()) << "\n\n"
-          << "candidate: " << (cand.empty() ? std::string("(none)") : cand) << "\n";
-        if (!v.value("correct", false)) h << "reason: " << one_line(v.value("reason", std::string()), 400) << "\n";
-        if (v["speedup"].is_number()) h << "speedup: " << v["speedup"].get<double>() << "\n";
-        h << "verdict: " << prev_verdict << "\n";
-        append_text(history_md, h.str());
-        if (!cand.empty()) prev_candidate = cand;
+        record_step(t, step, r, cand);
 
         const std::string outcome = r.value("outcome", std::string());
         harness_error |= outcome == "harness_error";
-        solved = o.until_fast ? is_fast(r) : outcome == "correct";
+        solved = stops_trajectory(r, o.until_fast);
         std::fprintf(stderr, "%s #%d step %d/%d  %s%s\n", p.folder_name().c_str(), sample, step, o.steps,
                      outcome.c_str(),
                      outcome == "correct" ? "" : ("  (" + one_line(r.value("reason", std::string()), 120) + ")").c_str());

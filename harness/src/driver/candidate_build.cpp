@@ -1,9 +1,11 @@
 #include "driver/candidate_build.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -54,6 +56,58 @@ std::string ends_with_ext(const std::string& p) {
   return d == std::string::npos ? "" : p.substr(d);
 }
 
+// `path` is `dir` or below it.
+bool is_under(const std::string& path, const std::string& dir) {
+  return !dir.empty() && path.compare(0, dir.size(), dir) == 0 &&
+         (path.size() == dir.size() || path[dir.size()] == '/');
+}
+
+// `s` with every occurrence of the path `dir` (as a whole path prefix) written as `name`.
+std::string replace_path(std::string s, const std::string& dir, const std::string& name) {
+  if (dir.empty()) return s;
+  for (size_t at = s.find(dir); at != std::string::npos; at = s.find(dir, at)) {
+    const size_t end = at + dir.size();
+    if (end == s.size() || s[end] == '/' || s[end] == '\'' || s[end] == ' ') {
+      s.replace(at, dir.size(), name);
+      at += name.size();
+    } else {
+      at = end;
+    }
+  }
+  return s;
+}
+
+// Regular files below `dir`, as paths relative to it (symbolic links followed
+// as the compiler would follow them), in no particular order.
+void list_files(const std::string& dir, const std::string& rel, std::vector<std::string>& out, int depth = 0) {
+  PKB_CHECK(depth < 32, "include folder '", dir, "' nests too deep");
+  DIR* d = opendir((dir + rel).c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string r = rel + "/" + name;
+    struct stat st;
+    if (stat((dir + r).c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) list_files(dir, r, out, depth + 1);
+    else if (S_ISREG(st.st_mode)) out.push_back(r);
+  }
+  closedir(d);
+}
+
+// Names and bytes of every file under `dir` (NOTE [candidate cache key]).
+std::string tree_content(const std::string& dir) {
+  std::vector<std::string> files;
+  list_files(dir, "", files);
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const auto& f : files) {
+    const std::string text = read_file(dir + f);
+    all += f + '\0' + std::to_string(text.size()) + '\0' + text;
+  }
+  return all;
+}
+
 std::string trim_log(const std::string& log, size_t max = 8000) {
   return log.size() <= max ? log : log.substr(0, max) + "\n... (" + std::to_string(log.size() - max) + " more bytes)";
 }
@@ -91,6 +145,7 @@ CandidateToolchain CandidateToolchain::load(const std::string& build_dir) {
   PKB_CHECK(f.good(), "missing '", path, "' (is this a pkb build directory?)");
   Json j = Json::parse(f);
   CandidateToolchain tc;
+  tc.source_dir = j.value("source_dir", "");
   tc.cxx = j.at("cxx").get<std::string>();
   tc.nvcc = j.value("nvcc", "");
   tc.cuobjdump = j.value("cuobjdump", "");
@@ -99,6 +154,52 @@ CandidateToolchain CandidateToolchain::load(const std::string& build_dir) {
   tc.include_dirs = j.at("include_dirs").get<std::vector<std::string>>();
   tc.link_flags = j.at("link_flags").get<std::vector<std::string>>();
   return tc;
+}
+
+namespace {
+
+// The compiler's flags (include folders last) and link flags, as one shell line each.
+std::pair<std::string, std::string> command_flags(bool use_nvcc, const CandidateToolchain& tc) {
+  std::ostringstream flags;
+  for (const auto& f : use_nvcc ? tc.cuda_flags : tc.cxx_flags) flags << " " << shell_quote(f);
+  for (const auto& d : tc.include_dirs) flags << " -I" << shell_quote(d);
+  std::ostringstream link;
+  for (const auto& f : tc.link_flags) {
+    if (use_nvcc && f.rfind("-Wl,", 0) == 0) {
+      // nvcc has no -Wl: pass each comma-separated piece with -Xlinker.
+      std::stringstream parts(f.substr(4));
+      std::string part;
+      while (std::getline(parts, part, ',')) link << " -Xlinker " << shell_quote(part);
+    } else {
+      link << " " << shell_quote(f);
+    }
+  }
+  return {flags.str(), link.str()};
+}
+
+}  // namespace
+
+std::string candidate_cache_key(const std::string& source_text, bool use_nvcc, const CandidateToolchain& tc,
+                                const std::string& compiler_version) {
+  // NOTE [candidate cache key]
+  const auto [flags, link] = command_flags(use_nvcc, tc);
+  std::string src_dir = tc.source_dir;
+  while (src_dir.size() > 1 && src_dir.back() == '/') src_dir.pop_back();
+  std::string headers;
+  for (const auto& d : tc.include_dirs) {
+    if (is_under(d, src_dir)) {
+      headers += "tree " + replace_path(d, src_dir, "<source>") + '\0' + tree_content(d) + '\0';
+    } else {
+      const std::string version = d + "/torch/version.h";
+      struct stat st;
+      if (stat(version.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+        headers += "version " + d + '\0' + read_file(version) + '\0';
+    }
+  }
+  const std::string compiler = use_nvcc ? tc.nvcc : tc.cxx;
+  return content_hash("pkb candidate key 2\n" + source_text + "\n" + compiler + "\n" +
+                      replace_path(flags, src_dir, "<source>") + "\n" + replace_path(link, src_dir, "<source>") +
+                      "\n" + compiler_version + "\n" + headers);
 }
 
 BuildResult build_candidate(const std::string& source, const std::string& device, const CandidateToolchain& tc,
@@ -123,24 +224,11 @@ BuildResult build_candidate(const std::string& source, const std::string& device
     return res;
   }
   std::string compiler = use_nvcc ? tc.nvcc : tc.cxx;
-  std::ostringstream flags;
-  for (const auto& f : use_nvcc ? tc.cuda_flags : tc.cxx_flags) flags << " " << shell_quote(f);
-  for (const auto& d : tc.include_dirs) flags << " -I" << shell_quote(d);
-  std::ostringstream link;
-  for (const auto& f : tc.link_flags) {
-    if (use_nvcc && f.rfind("-Wl,", 0) == 0) {
-      // nvcc has no -Wl: pass each comma-separated piece with -Xlinker.
-      std::stringstream parts(f.substr(4));
-      std::string part;
-      while (std::getline(parts, part, ',')) link << " -Xlinker " << shell_quote(part);
-    } else {
-      link << " " << shell_quote(f);
-    }
-  }
+  const auto [flags, link] = command_flags(use_nvcc, tc);
 
   int st = 0;
   std::string version = run_command(shell_quote(compiler) + " --version", &st);
-  res.key = content_hash(src + "\n" + compiler + flags.str() + link.str() + "\n" + version);
+  res.key = candidate_cache_key(src, use_nvcc, tc, version);
   std::string dir = cache_dir() + "/" + res.key;
   res.so_path = dir + "/candidate.so";
   std::string log_path = dir + "/build.log";
@@ -163,7 +251,7 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   }
   std::string tmp_so = dir + "/candidate.so.tmp." + std::to_string(getpid());
   std::string cmd =
-      shell_quote(compiler) + flags.str() + " -o " + shell_quote(tmp_so) + " " + shell_quote(copy) + link.str();
+      shell_quote(compiler) + flags + " -o " + shell_quote(tmp_so) + " " + shell_quote(copy) + link;
   std::string out = run_command(cmd, &st, timeout_s);
   {
     std::ofstream lf(log_path);

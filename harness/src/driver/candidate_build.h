@@ -1,10 +1,10 @@
 // Compiling candidates into shared objects, and the static check of what they
 // import (DESIGN.md §5 steps 1 and 5).
 //
-// Builds are cached by content: the key hashes the source, the compiler
-// command line and the compiler's version, so an unchanged candidate is
-// compiled once per machine (cache under ~/.cache/pkb/candidates, or
-// $PKB_CACHE_DIR). Diagnostics are kept beside the object and in the record.
+// Builds are cached by content (NOTE [candidate cache key]), so an unchanged
+// candidate is compiled once per machine, whichever checkout asks (cache
+// under ~/.cache/pkb/candidates, or $PKB_CACHE_DIR). Diagnostics are kept
+// beside the object and in the record.
 #pragma once
 
 #include <string>
@@ -16,6 +16,7 @@ namespace pkb {
 
 // The compiler settings CMake recorded for candidates (build/pkb_build.json).
 struct CandidateToolchain {
+  std::string source_dir;  // the checkout CMake configured (its path is kept out of cache keys)
   std::string cxx, nvcc;
   std::string cuobjdump;  // empty when CMake found none (see find_cuobjdump)
   std::vector<std::string> cxx_flags, cuda_flags, include_dirs, link_flags;
@@ -31,6 +32,20 @@ struct BuildResult {
   std::string key;
   double seconds = 0;
 };
+
+// NOTE [candidate cache key]
+// A build's key hashes what decides the object, and not where the checkout
+// is: the candidate's source; the compiler's path and its `--version`; the
+// flags and link flags, with the checkout's path written as "<source>"; every
+// file under the include folders inside the checkout (harness/include, the
+// pkb headers a candidate can include), by name relative to its folder and
+// content; and torch/version.h of the include folders outside it (torch's
+// headers are keyed by their path and version, CUDA's by nvcc's version). A
+// fresh clone at another path therefore hits the builds of an identical one,
+// and a changed pkb header misses every build made before it.
+// `compiler_version` is what `compiler --version` printed.
+std::string candidate_cache_key(const std::string& source_text, bool use_nvcc, const CandidateToolchain& tc,
+                                const std::string& compiler_version);
 
 // `device` is "cpu" (host compiler, .cpp) or "cuda" (nvcc, .cu or .cpp).
 BuildResult build_candidate(const std::string& source, const std::string& device, const CandidateToolchain& tc,

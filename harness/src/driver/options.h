@@ -114,6 +114,7 @@ struct AgentOptions {
   bool until_fast = false;
   double agent_timeout_s = 600;
   std::string dir;  // attempt folders; default: the --out file's name with .attempts for .jsonl
+  bool resume = false;  // continue --out (NOTE [agent resume])
 };
 
 }  // namespace pkb

@@ -8,6 +8,7 @@
 // modified (the moments are cloned, the flat buffers are new). Rounding order
 // as published; `tensor / Python number` is a multiply by the fp32
 // reciprocal on CUDA and is spelled out that way.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <cmath>
@@ -75,7 +76,20 @@ class Zero2OptimizerShardGrad : public pkb::Problem {
   // full_y, then on rank 0 only W1, b1, W2, b2 (zeros elsewhere); moment
   // shards zeros (P/W,).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    at::manual_seed(pkb::seed_for(spec().id, 0, req.trial));
+    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
+  // seed that every rank shares and every integrity draw changes, the refresh
+  // in place included (re-seeding from req.trial, as published, gives the
+  // refresh the last trial's values again: a cache keyed on pointers passed).
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, pkb::integrity_shared_seed(req));
+  }
+
+  // The published draw with `seed` in place of seed_for(id, 0, trial).
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+    at::manual_seed(seed);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
     const int64_t w = req.world, n = req.n;
     const int64_t n_total = (std::max<int64_t>(req.m, w) + w - 1) / w * w, chunk = n_total / w;

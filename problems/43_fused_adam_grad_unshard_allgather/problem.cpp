@@ -4,6 +4,7 @@
 // updated on copies and discarded; no input is modified. Rounding order as
 // published (bf16 after every op); `tensor / bias_correction` is a multiply by
 // the fp32 reciprocal on CUDA and is spelled out that way so the CPU agrees.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <cmath>
@@ -40,7 +41,20 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
   // full_grad (P·W,) then full_master (P·W,), both randn; each rank keeps
   // elements [r·P, (r+1)·P). Adam state zeros; step = 1 + (trial mod 7).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    at::manual_seed(pkb::seed_for(spec().id, 0, req.trial));
+    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
+  // seed that every rank shares and every integrity draw changes, the refresh
+  // in place included (re-seeding from req.trial, as published, gives the
+  // refresh the last trial's values again: a cache keyed on pointers passed).
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, pkb::integrity_shared_seed(req));
+  }
+
+  // The published draw with `seed` in place of seed_for(id, 0, trial).
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+    at::manual_seed(seed);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
     const int64_t p = std::max<int64_t>(64, std::min<int64_t>(req.m * 64, 4096));
     at::Tensor full_grad = at::randn({p * req.world}, opts);

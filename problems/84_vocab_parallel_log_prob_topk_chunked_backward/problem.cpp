@@ -3,6 +3,7 @@
 // top-k/top-p filter with its keep mask, the float32 softmax gradient of the
 // target log-probability, and a reverse all-to-all that returns each rank's
 // vocab shard of the gradient (float32).
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -114,6 +115,37 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
     in.add("top_k", int64_t{10});
     in.add("top_p", 0.9);
     in.add("chunk_size", std::min(round_up(std::max<int64_t>(w, seq / 4), w), seq));
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published + 8 at the
+  // target leaves it (nearly) alone after the top-k/top-p filter, so at the
+  // CPU shape almost every output is 0 and an all-zeros answer passed; the
+  // targets, a function of the trial index, were also the same for the
+  // refresh in place. Here the targets are uniform over the vocabulary and
+  // each token's target logit gets a bias uniform in [2, 5] (it usually
+  // survives the filter among several others: log-probabilities of about
+  // -2 .. -0.05, now and then -inf when it does not), drawn from a seed every
+  // rank shares (the target is replicated across the TP group), as is grad_output
+  // (randn); the logits
+  // are this rank's own randn, as published.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& published = in.tensor(0);
+    const int64_t batch = published.size(0), seq = published.size(1), local_vocab = published.size(2);
+    const auto cpu = at::TensorOptions();
+    at::manual_seed(req.seed);
+    at::Tensor logits = at::randn({batch, seq, local_vocab}, cpu.dtype(at::kFloat));
+    at::manual_seed(pkb::integrity_shared_seed(req));
+    at::Tensor target = at::randint(0, kVocab, {batch, seq}, cpu.dtype(at::kLong));
+    at::Tensor bias = 2.0 + 3.0 * at::rand({batch, seq, 1}, cpu.dtype(at::kFloat));
+    at::Tensor grad_output = at::randn({batch, seq}, cpu.dtype(at::kFloat));
+    at::Tensor global_vocab = req.rank * local_vocab + at::arange(local_vocab, cpu.dtype(at::kLong));
+    at::Tensor target_mask = global_vocab.view({1, 1, local_vocab}).eq(target.unsqueeze(-1));
+    logits = (logits + target_mask.to(at::kFloat) * bias).to(published.scalar_type());
+    in.args()[0].value = logits.contiguous().to(req.device);
+    in.args()[1].value = target.contiguous().to(req.device);
+    in.args()[2].value = grad_output.to(in.tensor(2).scalar_type()).contiguous().to(req.device);
     return in;
   }
 

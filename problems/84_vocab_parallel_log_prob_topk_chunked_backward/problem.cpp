@@ -122,27 +122,28 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
   // target leaves it (nearly) alone after the top-k/top-p filter, so at the
   // CPU shape almost every output is 0 and an all-zeros answer passed; the
   // targets, a function of the trial index, were also the same for the
-  // refresh in place. Here the targets are uniform over the vocabulary and
-  // each token's target logit gets a bias uniform in [2, 5] (it usually
-  // survives the filter among several others: log-probabilities of about
-  // -2 .. -0.05, now and then -inf when it does not), drawn from a seed every
-  // rank shares (the target is replicated across the TP group), as is grad_output
-  // (randn); the logits
-  // are this rank's own randn, as published.
+  // refresh in place. Here, from a seed every rank shares (each rank keeps
+  // its vocabulary slice, the targets are replicated across the TP group),
+  // every token's 256 logits are a random permutation of the distinct values
+  // (i - 128)/8, exact in bf16, and its target is the entry holding the r-th
+  // largest, r uniform in [0, 8): the target survives top-k among others, so
+  // its log-probability is about -1 .. -3. grad_output is randn. Distinct logits, because
+  // which of two equal logits the top-p cut keeps depends on how the sort
+  // orders ties (measured: random bf16 logits gave a second, independent
+  // implementation one element of 256 off at W = 4).
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in = make_inputs(req);
     const at::Tensor& published = in.tensor(0);
     const int64_t batch = published.size(0), seq = published.size(1), local_vocab = published.size(2);
     const auto cpu = at::TensorOptions();
-    at::manual_seed(req.seed);
-    at::Tensor logits = at::randn({batch, seq, local_vocab}, cpu.dtype(at::kFloat));
     at::manual_seed(pkb::integrity_shared_seed(req));
-    at::Tensor target = at::randint(0, kVocab, {batch, seq}, cpu.dtype(at::kLong));
-    at::Tensor bias = 2.0 + 3.0 * at::rand({batch, seq, 1}, cpu.dtype(at::kFloat));
+    at::Tensor grid = (at::arange(kVocab, cpu.dtype(at::kFloat)) - 128.0) / 8.0;
+    at::Tensor order = at::argsort(at::rand({batch, seq, kVocab}, cpu.dtype(at::kFloat)), /*dim=*/-1, /*descending=*/false);
+    at::Tensor logits = grid.index_select(0, order.reshape({-1})).view({batch, seq, kVocab});
+    at::Tensor rank_from_top = at::randint(0, 8, {batch, seq, 1}, cpu.dtype(at::kLong));
+    at::Tensor target = order.eq(kVocab - 1 - rank_from_top).to(at::kInt).argmax(-1);
     at::Tensor grad_output = at::randn({batch, seq}, cpu.dtype(at::kFloat));
-    at::Tensor global_vocab = req.rank * local_vocab + at::arange(local_vocab, cpu.dtype(at::kLong));
-    at::Tensor target_mask = global_vocab.view({1, 1, local_vocab}).eq(target.unsqueeze(-1));
-    logits = (logits + target_mask.to(at::kFloat) * bias).to(published.scalar_type());
+    logits = logits.narrow(-1, req.rank * local_vocab, local_vocab).to(published.scalar_type());
     in.args()[0].value = logits.contiguous().to(req.device);
     in.args()[1].value = target.contiguous().to(req.device);
     in.args()[2].value = grad_output.to(in.tensor(2).scalar_type()).contiguous().to(req.device);

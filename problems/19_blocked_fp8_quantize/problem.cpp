@@ -13,6 +13,7 @@
 // [2^-116, 2^127) (exhaustively checked against the instruction, all x).
 #include <cmath>
 
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -58,6 +59,21 @@ class BlockedFp8Quantize : public pkb::Problem {
     pkb::Inputs in;
     in.add("local_tensor", at::randn({req.m, req.n}, opts));
     in.add("block_size", kBlock);
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): for randn activations every
+  // block's scale amax / 448 is about 0.007, below the tolerance's 0.01, so
+  // an all-zeros scale output passed. Here each 128-element block of the
+  // published draw is multiplied by its own factor e^u, u uniform in [-1, 5]
+  // (this rank's seed; the product rounded to the input dtype): scales from
+  // ~0.002 to ~1, and fp8 values that still depend on every element.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& t = in.tensor(0);
+    at::Tensor u = at::rand({t.size(0), t.size(1) / kBlock, 1}, t.options().dtype(at::kFloat));
+    at::Tensor x = t.to(at::kFloat).view({t.size(0), t.size(1) / kBlock, kBlock}) * at::exp(u * 6.0 - 1.0);
+    in.args()[0].value = x.view(t.sizes()).to(t.scalar_type()).contiguous();
     return in;
   }
 

@@ -4,6 +4,7 @@
 // updated on copies and discarded; no input is modified. Rounding order as
 // published (bf16 after every op); `tensor / bias_correction` is a multiply by
 // the fp32 reciprocal on CUDA and is spelled out that way so the CPU agrees.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <cmath>
@@ -40,7 +41,30 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
   // full_grad (P·W,) then full_master (P·W,), both randn; each rank keeps
   // elements [r·P, (r+1)·P). Adam state zeros; step = 1 + (trial mod 7).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    at::manual_seed(pkb::seed_for(spec().id, 0, req.trial));
+    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
+  // seed that every rank shares and every integrity draw changes, the refresh
+  // in place included (re-seeding from req.trial, as published, gives the
+  // refresh the last trial's values again: a cache keyed on pointers passed).
+  // The published step moves the master by lr·(±1) = 1e-3, below the
+  // tolerance, so an answer that gathers the master without the Adam step
+  // passed; here, after the draw, this rank's moments are 0.1·randn and
+  // uniform in [0.01, 0.02) (sqrt(v) above |m|, as Adam's own) and lr = 0.05.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = draw(req, pkb::integrity_shared_seed(req));
+    at::manual_seed(req.seed);
+    const at::Tensor& m0 = in.tensor(2);
+    in.args()[2].value = at::randn(m0.sizes(), m0.options()) * 0.1;
+    in.args()[3].value = (at::rand(m0.sizes(), m0.options()) + 1.0) * 0.01;
+    in.args()[4].value = 0.05;
+    return in;
+  }
+
+  // The published draw with `seed` in place of seed_for(id, 0, trial).
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+    at::manual_seed(seed);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
     const int64_t p = std::max<int64_t>(64, std::min<int64_t>(req.m * 64, 4096));
     at::Tensor full_grad = at::randn({p * req.world}, opts);

@@ -3,6 +3,7 @@
 // RMSNorm" fusion of sequence-parallel transformers, catalog §45). Rounding
 // order as published: bf16 sum, bf16 division by W, then fp32
 // x · rsqrt(mean(x²) + eps) · gamma, rounded once to bf16.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -22,13 +23,27 @@ class ReduceScatterFusedRmsNorm : public pkb::Problem {
   // gamma first, seeded with the rank term 0 (identical on every rank); then a
   // re-seed with this rank's seed for the (rows·hidden·W,) partial sums.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, pkb::seed_for(spec().id, 0, req.trial), pkb::seed_for(spec().id, req.rank, req.trial));
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published draw under
+  // seeds that every integrity draw changes, the refresh in place included
+  // (re-seeding from req.trial, as published, gives the refresh the last
+  // trial's values again: a cache keyed on pointers passed). gamma's seed
+  // is still shared by every rank.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, pkb::integrity_shared_seed(req), req.seed);
+  }
+
+  // The published draw: gamma from `shared_seed`, the partial sums from `rank_seed`.
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t shared_seed, uint64_t rank_seed) const {
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
     const int64_t w = req.world;
     const int64_t hidden = std::max<int64_t>(32, std::min<int64_t>(req.n, 128));
     const int64_t rows = std::max<int64_t>(2, std::max<int64_t>(req.m, w) / std::max<int64_t>(w, 4));
-    at::manual_seed(pkb::seed_for(spec().id, 0, req.trial));
+    at::manual_seed(shared_seed);
     at::Tensor gamma = at::randn({hidden}, opts);
-    at::manual_seed(pkb::seed_for(spec().id, req.rank, req.trial));
+    at::manual_seed(rank_seed);
     at::Tensor rs_input = at::randn({rows * hidden * w}, opts);
     pkb::Inputs in;
     in.add("rs_input_1d", rs_input);

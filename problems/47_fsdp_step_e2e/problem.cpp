@@ -90,6 +90,34 @@ class FsdpStepE2e : public pkb::Problem {
     return in;
   }
 
+  // NOTE [integrity trials] (pkb/integrity.h): the published step leaves
+  // most outputs within the tolerance of something trivial: the shards of
+  // ranks other than 0 are zeros (a candidate that never gathers them sees
+  // the right parameters), the Adam moments start at zero and the gradients
+  // are small (v = 0.001·g² all below the tolerance, m nearly so), and
+  // lr = 1e-3 moves theta by ~1e-3 (returning the input shard passes theta).
+  // Here, after the published draw (this rank's seed): every rank's shard is
+  // 0.125·randn, y is scaled by 64 (both exact in bf16: the residual and so
+  // the gradients grow, m and v depend on g well above the tolerance),
+  // exp_avg is 0.1·randn and exp_avg_sq uniform in [0.01, 0.02), and
+  // lr = 0.05 (an update of ~0.05 per element). Measured against the fp32
+  // second way (W = 1, 2, 4, 5, 8 integrity trials each), what this avoids:
+  // with zero moments the first update is lr·sign(g), which flips with the
+  // rounding of gradients near 0 (3 of 5168 elements 1.9 off), and with
+  // full-size randn shards the activations are ~60 and the bf16
+  // reduce-scatter of the gradients is off by more than the tolerance of m
+  // at W = 4 and 5.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& shard = in.tensor(2);
+    in.args()[1].value = in.tensor(1) * 64.0;
+    in.args()[2].value = at::randn(shard.sizes(), shard.options()) * 0.125;
+    in.args()[9].value = at::randn(shard.sizes(), shard.options()) * 0.1;
+    in.args()[10].value = (at::rand(shard.sizes(), shard.options()) + 1.0) * 0.01;
+    in.args()[11].value = 0.05;
+    return in;
+  }
+
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& x = in.tensor(0);
     const at::Tensor& y = in.tensor(1);

@@ -4,6 +4,7 @@
 // column shard of W_qkv (its 4 of the 8 heads), runs the causal ring
 // attention of problem 54 over its CP group, projects with its row shard of
 // W_o and sums the partial outputs over its TP pair (bf16 all-reduce).
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -129,15 +130,28 @@ class RingAttentionTp : public pkb::Problem {
   // from the CP index (identical across a TP pair), then w_qkv and w_o from
   // the TP index (identical across CP ranks), both bf16(randn · 0.02).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, 42ull + 56ull * 1000 + 1000003ull * static_cast<uint64_t>(req.trial));
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published draw under
+  // seeds that every integrity draw changes, the refresh in place included
+  // (re-seeding from req.trial, as published, gives the refresh the last
+  // trial's values again: a cache keyed on pointers passed). The CP and TP
+  // offsets stay, so the TP pair and CP ranks still share their tensors.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, pkb::integrity_shared_seed(req));
+  }
+
+  // The published draw with `base` in place of 42 + 56·1000 + 1000003·trial.
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const {
     const int64_t tp = tp_size(req.world), cp = req.world / tp;
     const int64_t tp_rank = req.rank % tp, cp_rank = req.rank / tp;
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / cp), hl = kHeads / tp, dm = kHeads * kHeadDim;
-    const uint64_t trial_off = 1000003ull * static_cast<uint64_t>(req.trial);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    at::manual_seed(42ull + 56ull * 1000 + static_cast<uint64_t>(cp_rank) + trial_off);
+    at::manual_seed(base + static_cast<uint64_t>(cp_rank));
     at::Tensor hidden = at::randn({b, s, dm}, opts);
-    at::manual_seed(42ull + 56ull * 1000 + 10000 + static_cast<uint64_t>(tp_rank) + trial_off);
+    at::manual_seed(base + 10000 + static_cast<uint64_t>(tp_rank));
     at::Tensor w_qkv = at::randn({3 * hl * kHeadDim, dm}, opts) * 0.02;
     at::Tensor w_o = at::randn({dm, hl * kHeadDim}, opts) * 0.02;
     pkb::Inputs in;

@@ -3,6 +3,7 @@
 // attention (problem 54) runs over the stage's CP group; stage 0 hands its
 // output to the stage-1 rank with the same CP index by point-to-point
 // send/recv. Every rank returns its own stage's output.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -142,15 +143,28 @@ class RingAttentionPp : public pkb::Problem {
   // from the CP index (identical across the two stages; only stage 0 uses
   // it), then w_qkv and w_o from the stage index, both bf16(randn · 0.02).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, 42ull + 57ull * 1000 + 1000003ull * static_cast<uint64_t>(req.trial));
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published draw under
+  // seeds that every integrity draw changes, the refresh in place included
+  // (re-seeding from req.trial, as published, gives the refresh the last
+  // trial's values again: a cache keyed on pointers passed). The CP and stage
+  // offsets stay, so the stages and CP ranks still share their tensors.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, pkb::integrity_shared_seed(req));
+  }
+
+  // The published draw with `base` in place of 42 + 57·1000 + 1000003·trial.
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const {
     const int64_t pp = pp_size(req.world), cp = req.world / pp;
     const int64_t cp_rank = req.rank % cp, pp_rank = req.rank / cp;
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / cp), dm = kHeads * kHeadDim;
-    const uint64_t trial_off = 1000003ull * static_cast<uint64_t>(req.trial);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    at::manual_seed(42ull + 57ull * 1000 + static_cast<uint64_t>(cp_rank) + trial_off);
+    at::manual_seed(base + static_cast<uint64_t>(cp_rank));
     at::Tensor hidden = at::randn({b, s, dm}, opts);
-    at::manual_seed(42ull + 57ull * 1000 + 20000 + static_cast<uint64_t>(pp_rank) + trial_off);
+    at::manual_seed(base + 20000 + static_cast<uint64_t>(pp_rank));
     at::Tensor w_qkv = at::randn({3 * kHeads * kHeadDim, dm}, opts) * 0.02;
     at::Tensor w_o = at::randn({dm, kHeads * kHeadDim}, opts) * 0.02;
     pkb::Inputs in;

@@ -3,6 +3,7 @@
 // dp_idx·cp + cp_idx). K/V blocks travel around the CP ring in bf16 while a
 // second ring carries the fp32 dK/dV accumulators of each block back to its
 // owner, as in zhuzilin's ring-flash-attention backward.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -153,13 +154,25 @@ class RingAttentionBackwardDp : public pkb::Problem {
   // (unique per rank); q, k, v, dout drawn in that order. out and
   // softmax_lse come from the local q, k, v only (non-causal, fp32).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, 42ull + 58ull * 1000 + 1000003ull * static_cast<uint64_t>(req.trial));
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published draw under
+  // seeds that every integrity draw changes, the refresh in place included
+  // (re-seeding from req.trial, as published, gives the refresh the last
+  // trial's values again: a cache keyed on pointers passed).
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, pkb::integrity_shared_seed(req));
+  }
+
+  // The published draw with `base` in place of 42 + 58·1000 + 1000003·trial.
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const {
     const int64_t dp = dp_size(req.world), cp = req.world / dp;
     const int64_t cp_rank = req.rank % cp, dp_rank = req.rank / cp;
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / cp);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    at::manual_seed(42ull + 58ull * 1000 + 100ull * static_cast<uint64_t>(dp_rank) + static_cast<uint64_t>(cp_rank) +
-                    1000003ull * static_cast<uint64_t>(req.trial));
+    at::manual_seed(base + 100ull * static_cast<uint64_t>(dp_rank) + static_cast<uint64_t>(cp_rank));
     at::Tensor q = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor k = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor v = at::randn({b, s, kHeads, kHeadDim}, opts);

@@ -3,9 +3,11 @@
 // block (positives on the diagonal), then the negatives-only losses of the
 // other ranks' text blocks as they travel around the ring, both directions
 // at once, added to the bf16 running loss in the published order.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace {
 
@@ -36,6 +38,38 @@ class OpenclipContrastiveLoss : public pkb::Problem {
     in.add("logit_scale", 10.0);
     in.add("logit_bias", -10.0);
     in.add("group", pkb::None{});
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): independent random unit
+  // vectors in D >= 16 dimensions are nearly orthogonal, so every logit is
+  // about the bias and the loss concentrates (about 10 whatever the data: a
+  // cached answer passed the refresh in place, 0.06 off). Here the rows come
+  // from 4 unit cluster centres shared by every rank (a seed every rank
+  // shares); each row of either tower is its centre plus noise of a
+  // per-row size in [0.2, 1.2] (this rank's seed), so the positives' cosines
+  // spread over ~0.3 .. 1 and rows of one cluster on other ranks are real
+  // negatives (an answer that skips the exchange is ~1 off per other rank).
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    constexpr int64_t kClusters = 4;
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& published = in.tensor(0);
+    const int64_t bl = published.size(0), d = published.size(1);
+    const auto f32 = at::TensorOptions().dtype(at::kFloat);
+    at::manual_seed(pkb::integrity_shared_seed(req));
+    at::Tensor centres = at::randn({kClusters, d}, f32);
+    centres = centres / centres.norm(2, {-1}, true);
+    at::manual_seed(req.seed);
+    at::Tensor cluster = at::randint(0, kClusters, {bl}, f32.dtype(at::kLong));
+    auto tower = [&] {
+      at::Tensor spread = 0.2 + at::rand({bl, 1}, f32);
+      at::Tensor x = centres.index_select(0, cluster) + spread * at::randn({bl, d}, f32) / std::sqrt(double(d));
+      return normalize(x.to(published.options()));
+    };
+    at::Tensor image = tower();
+    at::Tensor text = tower();
+    in.args()[0].value = image;
+    in.args()[1].value = text;
     return in;
   }
 

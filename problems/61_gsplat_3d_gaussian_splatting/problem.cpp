@@ -5,9 +5,11 @@
 // bf16 with a rounding after each op and the einsums are bf16 GEMMs, in the
 // published order: the integer radii are ceilings of bf16 expressions, so a
 // change of op order or precision flips some of them (catalog §0.4).
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <vector>
 
@@ -63,6 +65,43 @@ class GsplatProjection : public pkb::Problem {
     in.add("near_plane", 0.01);
     in.add("far_plane", 1e10);
     in.add("camera_model", std::string("pinhole"));
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): with the published identity
+  // camera on every rank, every Gaussian is visible in every camera and the
+  // cameras are alike, so the packing never drops a pair and much of the
+  // output is the same whatever the camera. Here each rank's camera (its own
+  // seed) is turned about the y axis by up to ±0.3 rad and moved by up to
+  // ±0.8 in x and y and ±0.5 in z, with a focal length of 0.6–1.0 × min(W, H)
+  // and the principal point up to ±10 % off centre, so a varying share of the
+  // Gaussians falls outside each image and is dropped, and every rank's
+  // projections differ. The Gaussians are the published draw. camera_ids stay
+  // all 0: each rank owns one camera, as published, and the ids are local.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const int64_t width = in.integer(7), height = in.integer(8);
+    const auto f64 = at::TensorOptions().dtype(at::kDouble);
+    at::Tensor u = at::rand({8}, f64);  // after the Gaussians: the same Gaussians as make_inputs
+    auto pick = [&](int i, double lo, double hi) { return lo + (hi - lo) * u[i].item<double>(); };
+    const double angle = pick(0, -0.3, 0.3);
+    at::Tensor view = at::eye(4, f64);
+    view[0][0] = std::cos(angle);
+    view[0][2] = std::sin(angle);
+    view[2][0] = -std::sin(angle);
+    view[2][2] = std::cos(angle);
+    view[0][3] = pick(1, -0.8, 0.8);
+    view[1][3] = pick(2, -0.8, 0.8);
+    view[2][3] = pick(3, -0.5, 0.5);
+    const double focal = pick(4, 0.6, 1.0) * static_cast<double>(std::min(width, height));
+    at::Tensor k = at::eye(3, f64);
+    k[0][0] = focal;
+    k[1][1] = pick(5, 0.9, 1.1) * focal;
+    k[0][2] = pick(6, 0.4, 0.6) * static_cast<double>(width);
+    k[1][2] = pick(7, 0.4, 0.6) * static_cast<double>(height);
+    const at::Tensor& published_view = in.tensor(5);
+    in.args()[5].value = view.reshape({1, 4, 4}).to(published_view.options()).contiguous();
+    in.args()[6].value = k.reshape({1, 3, 3}).to(in.tensor(6).options()).contiguous();
     return in;
   }
 

@@ -3,6 +3,7 @@
 // owner rank, the owner takes the first k neighbours of each from a CSC
 // graph, replies, and the requester reorders the replies, deduplicates the
 // new nodes and finally relabels all sampled edges to local indices.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -68,6 +69,35 @@ class GnnNeighborSampling : public pkb::Problem {
     in.add("node_to_rank", node_to_rank);
     in.add("group", pkb::None{});
     in.add("replace", false);
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published inputs draw
+  // nothing, so a re-draw is the same graph and a cached or rank-only answer
+  // passes. Here, at the published sizes: a random CSC graph (degrees from
+  // sorted random cut points, so 0 up to several times the fanouts, mean 16;
+  // neighbours uniform, no self-loops) and a random owner map, from a seed
+  // every rank shares (every rank holds the whole graph, as published); then
+  // each rank's seeds, S distinct random nodes, from its own seed. Drawn on
+  // the CPU, so the graph is the same whatever the device.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const int64_t num_nodes = in.tensor(5).numel(), edges = in.tensor(4).numel();
+    const int64_t seeds_per_rank = in.tensor(0).numel();
+    const auto cpu = at::TensorOptions().dtype(at::kLong);
+    at::manual_seed(pkb::integrity_shared_seed(req));
+    at::Tensor cuts = std::get<0>(at::sort(at::randint(0, edges + 1, {num_nodes - 1}, cpu)));
+    at::Tensor colptr = at::cat({at::zeros({1}, cpu), cuts, at::full({1}, edges, cpu)});
+    at::Tensor owner = at::repeat_interleave(at::arange(num_nodes, cpu), colptr.diff());
+    at::Tensor row = (owner + 1 + at::randint(0, num_nodes - 1, {edges}, cpu)).remainder(num_nodes);
+    at::Tensor node_to_rank = at::randint(0, req.world, {num_nodes}, cpu);
+    at::manual_seed(req.seed);
+    at::Tensor seeds = at::randperm(num_nodes, cpu).narrow(0, 0, seeds_per_rank);
+    auto on = [&](const at::Tensor& t) { return t.contiguous().to(req.device); };
+    in.args()[0].value = on(seeds);
+    in.args()[3].value = on(colptr);
+    in.args()[4].value = on(row);
+    in.args()[5].value = on(node_to_rank);
     return in;
   }
 

@@ -3,6 +3,7 @@
 // owns for the whole batch; a metadata all-to-all gives the splits, the
 // lengths and values follow, and the received rows are regrouped
 // feature-major.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -58,6 +59,27 @@ class TorchrecKjtAll2All : public pkb::Problem {
     for (int64_t d = 0; d < world; ++d) in.add("key_splits." + std::to_string(d), key_splits[d]);
     in.add("batch_size", batch);
     in.add("pg", pkb::None{});
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published lengths are
+  // randint(5, 21), so the values' count changes with the seed and the
+  // refresh in place was skipped ("seed-dependent shape": a cache keyed on
+  // pointers passed). Here the lengths are a random arrangement (this rank's
+  // seed) of a fixed multiset within the same range, 5 + (i mod 16) for the
+  // F·B entries: the same total for every draw, per-key totals and so the
+  // value splits that vary; the values are randint(0, 10^6) as published.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& published = in.tensor(0);
+    const int64_t entries = published.numel();
+    const auto cpu = at::TensorOptions().dtype(at::kLong);
+    at::manual_seed(req.seed);
+    at::Tensor lengths = (5 + at::arange(entries, cpu).remainder(16)).index_select(0, at::randperm(entries, cpu));
+    const int64_t total = lengths.sum().item<int64_t>();
+    at::Tensor values = at::randint(0, 1000000, {total}, cpu);
+    in.args()[0].value = lengths.contiguous().to(req.device);
+    in.args()[1].value = values.to(req.device);
     return in;
   }
 

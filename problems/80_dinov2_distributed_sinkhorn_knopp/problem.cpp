@@ -3,6 +3,7 @@
 // prototype (row) sums and the total mass are all-reduced, the per-sample
 // (column) sums stay local. Everything is float32, whatever the run's dtype,
 // as published; the in-place updates run on a transposed view, as published.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -33,6 +34,21 @@ class DinoSinkhornKnopp : public pkb::Problem {
     in.add("n_masked_patches_tensor", n_masked);
     in.add("n_iterations", int64_t{3});
     in.add("group", pkb::None{});
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): with 0.01·randn scores at
+  // temperature 0.07 the transport plan is nearly uniform, every entry about
+  // 1/16384, far below the tolerance: all zeros passed, and so did a cached
+  // answer. Here the scores are 0.3·randn (this rank's seed): exp(score/T)
+  // spans ~e^±23, so each prototype's mass goes mostly to the few samples
+  // that score it highest and entries up to several 1e-2 appear, where they
+  // depend on every rank's scores (no float32 underflow at this spread).
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& published = in.tensor(0);
+    at::manual_seed(req.seed);
+    in.args()[0].value = (at::randn(published.sizes(), published.options()) * 0.3).contiguous();
     return in;
   }
 

@@ -2,6 +2,7 @@
 // (uneven counts) and scores are all-gathered (float32), then duplicates are
 // suppressed from the global pairwise IoU of the binarised masks and the
 // objects' last-occluded frame indices. Identical outputs on every rank.
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <string>
@@ -87,6 +88,48 @@ class Sam3IouSuppression : public pkb::Problem {
     in.add("iou_threshold", 0.7);
     in.add("reverse", false);
     in.add("group", pkb::None{});
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published masks overlap
+  // with an IoU of about 0.5 at most, so nothing is ever suppressed and the
+  // suppression output is all false (an answer that skips the IoU test
+  // passed). Here, from a seed every rank shares, every object j of the world
+  // is one of max(1, T/3) random rectangles (sides 40–120 pixels; so several
+  // objects, on one rank or on different ones, are the same rectangle: IoU
+  // near 1) and last_occluded[j] is uniform in [-1, 3]; each rank's masks
+  // are ±3 in / out of its objects' rectangles plus this rank's randn, and
+  // its scores randn. The counts stay the published function of the trial.
+  // Some pair is suppressed in 76-99 % of the draws at W = 2 and 95-99 % at
+  // W = 4 (counted over the draw's distribution), so across the integrity
+  // trials and the refresh an answer that never suppresses fails.
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    std::vector<int64_t> counts = counts_for(req.world, req.trial);
+    int64_t total = 0, offset = 0;
+    for (int d = 0; d < req.world; ++d) {
+      if (d < req.rank) offset += counts[d];
+      total += counts[d];
+    }
+    const int64_t n = counts[req.rank], shapes = std::max<int64_t>(1, total / 3);
+    const auto cpu = at::TensorOptions();
+    at::manual_seed(pkb::integrity_shared_seed(req));
+    at::Tensor side = at::randint(40, 121, {shapes, 2}, cpu.dtype(at::kLong));
+    at::Tensor corner = (at::rand({shapes, 2}, cpu.dtype(at::kDouble)) * (256 - side).to(at::kDouble)).to(at::kLong);
+    at::Tensor shape_of = at::randint(0, shapes, {total}, cpu.dtype(at::kLong));
+    at::Tensor last = at::randint(-1, 4, {total}, cpu.dtype(at::kLong));
+    at::manual_seed(req.seed);
+    at::Tensor yy = at::arange(kHeight, cpu.dtype(at::kLong)).view({1, kHeight, 1});
+    at::Tensor xx = at::arange(kWidth, cpu.dtype(at::kLong)).view({1, 1, kWidth});
+    at::Tensor mine = shape_of.narrow(0, offset, n);
+    auto col = [&](const at::Tensor& t, int64_t c) { return t.index_select(0, mine).select(1, c).view({n, 1, 1}); };
+    at::Tensor inside = yy.ge(col(corner, 0)) & yy.lt(col(corner, 0) + col(side, 0)) & xx.ge(col(corner, 1)) &
+                        xx.lt(col(corner, 1) + col(side, 1));
+    at::Tensor masks = inside.to(at::kFloat) * 6.0 - 3.0 + at::randn({n, kHeight, kWidth}, cpu.dtype(at::kFloat));
+    at::Tensor scores = at::randn({n}, cpu.dtype(at::kFloat));
+    in.args()[0].value = masks.to(in.tensor(0).scalar_type()).contiguous().to(req.device);
+    in.args()[1].value = scores.to(in.tensor(1).scalar_type()).contiguous().to(req.device);
+    in.args()[2 + req.world].value = last.contiguous().to(req.device);
     return in;
   }
 

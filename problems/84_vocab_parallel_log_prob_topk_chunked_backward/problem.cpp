@@ -3,6 +3,7 @@
 // top-k/top-p filter with its keep mask, the float32 softmax gradient of the
 // target log-probability, and a reverse all-to-all that returns each rank's
 // vocab shard of the gradient (float32).
+#include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -114,6 +115,38 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
     in.add("top_k", int64_t{10});
     in.add("top_p", 0.9);
     in.add("chunk_size", std::min(round_up(std::max<int64_t>(w, seq / 4), w), seq));
+    return in;
+  }
+
+  // NOTE [integrity trials] (pkb/integrity.h): the published + 8 at the
+  // target leaves it (nearly) alone after the top-k/top-p filter, so at the
+  // CPU shape almost every output is 0 and an all-zeros answer passed; the
+  // targets, a function of the trial index, were also the same for the
+  // refresh in place. Here, from a seed every rank shares (each rank keeps
+  // its vocabulary slice, the targets are replicated across the TP group),
+  // every token's 256 logits are a random permutation of the distinct values
+  // (i - 128)/8, exact in bf16, and its target is the entry holding the r-th
+  // largest, r uniform in [0, 8): the target survives top-k among others, so
+  // its log-probability is about -1 .. -3. grad_output is randn. Distinct logits, because
+  // which of two equal logits the top-p cut keeps depends on how the sort
+  // orders ties (measured: random bf16 logits gave a second, independent
+  // implementation one element of 256 off at W = 4).
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    pkb::Inputs in = make_inputs(req);
+    const at::Tensor& published = in.tensor(0);
+    const int64_t batch = published.size(0), seq = published.size(1), local_vocab = published.size(2);
+    const auto cpu = at::TensorOptions();
+    at::manual_seed(pkb::integrity_shared_seed(req));
+    at::Tensor grid = (at::arange(kVocab, cpu.dtype(at::kFloat)) - 128.0) / 8.0;
+    at::Tensor order = at::argsort(at::rand({batch, seq, kVocab}, cpu.dtype(at::kFloat)), /*dim=*/-1, /*descending=*/false);
+    at::Tensor logits = grid.index_select(0, order.reshape({-1})).view({batch, seq, kVocab});
+    at::Tensor rank_from_top = at::randint(0, 8, {batch, seq, 1}, cpu.dtype(at::kLong));
+    at::Tensor target = order.eq(kVocab - 1 - rank_from_top).to(at::kInt).argmax(-1);
+    at::Tensor grad_output = at::randn({batch, seq}, cpu.dtype(at::kFloat));
+    logits = logits.narrow(-1, req.rank * local_vocab, local_vocab).to(published.scalar_type());
+    in.args()[0].value = logits.contiguous().to(req.device);
+    in.args()[1].value = target.contiguous().to(req.device);
+    in.args()[2].value = grad_output.to(in.tensor(2).scalar_type()).contiguous().to(req.device);
     return in;
   }
 

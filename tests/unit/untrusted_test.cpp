@@ -39,6 +39,21 @@ TEST(IntegrityTrials, SeedsNeverPublishedOnes) {
   EXPECT_NE(integrity_seed_for(1, 0, 0), integrity_seed_for(1, 1, 0));
 }
 
+TEST(IntegrityTrials, SharedSeedIsRankZerosAndNewPerDraw) {
+  InputRequest req;
+  for (int k : {0, 1, 1000})
+    for (int r = 0; r < 8; ++r) {
+      req.rank = r;
+      req.seed = integrity_seed_for(40, r, k);
+      EXPECT_EQ(integrity_shared_seed(req), integrity_seed_for(40, 0, k));
+    }
+  req.rank = 3;
+  req.seed = integrity_seed_for(40, 3, 1000);
+  const uint64_t refresh = integrity_shared_seed(req);
+  req.seed = integrity_seed_for(40, 3, 1);
+  EXPECT_NE(refresh, integrity_shared_seed(req));
+}
+
 TEST(IntegrityTrials, ReplaceTensorsVariesByElement) {
   at::manual_seed(1);
   Inputs in;

@@ -26,6 +26,7 @@
 #include <variant>
 
 #include "pkb/inputs.h"
+#include "pkb/problem.h"
 
 namespace pkb {
 
@@ -48,6 +49,23 @@ inline Inputs integrity_replace_tensors(Inputs in, int64_t lo, int64_t hi) {
     if (auto t = std::get_if<at::Tensor>(&a.value))
       if (t->defined()) a.value = integrity_small_integers(t->sizes(), lo, hi, t->options());
   return in;
+}
+
+}  // namespace pkb
+
+namespace pkb {
+
+// The seed rank 0 got for the same integrity draw as `req` (req.seed with its
+// rank term taken out), for make_integrity_inputs of problems whose published
+// draws seed every rank alike (seed_for(id, 0, trial)) so that inputs
+// replicated across ranks agree. Such a draw must not key on req.trial: the
+// refresh in place keeps the last trial's index (NOTE [integrity trials]), so
+// only the seed tells its draw from that trial's.
+inline uint64_t integrity_shared_seed(const InputRequest& req) {
+  // integrity_seed_for(p, r, k) = seed_for(p, r, 7919 + k) ^ mask, and
+  // seed_for's rank term is + r.
+  const uint64_t mask = integrity_seed_for(0, 0, 0) ^ seed_for(0, 0, 7919);
+  return ((req.seed ^ mask) - static_cast<uint64_t>(req.rank)) ^ mask;
 }
 
 }  // namespace pkb

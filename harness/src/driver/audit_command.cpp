@@ -37,13 +37,7 @@ int cmd_audit(const AuditOptions& o) {
   mkdir(work.c_str(), 0711);
   const WorkerUser wu = worker_user(resolve_worker_user(o.worker_user, o.device));
   Topology topo = o.device == "cpu" ? cpu_topology() : Topology{};
-  GpuPlacement placement;
-  if (o.device == "cuda") {
-    placement = place_ranks(world, visible_gpus(), o.ranks_per_gpu);
-    if (!placement.warning.empty()) std::fprintf(stderr, "%s\n", placement.warning.c_str());
-  } else {
-    PKB_CHECK(o.ranks_per_gpu == 0, "--ranks-per-gpu applies to --device cuda only");
-  }
+  const GpuPlacement placement = placement_for(o.device, world, o.ranks_per_gpu);
   std::vector<std::string> passed, errors;
   int k = 0;
   size_t audited = 0;
@@ -79,7 +73,7 @@ int cmd_audit(const AuditOptions& o) {
                {"published_only", o.published_only},
                {"m", m},               {"n", n},
                {"perf", false},        {"topology", to_json(topo)}};
-    if (o.device == "cuda") add_placement(req.job, placement);
+    add_placement(req.job, placement);
     EvalResult e = run_evaluation(req);
     for (const auto& kind : kKinds) {
       // The launch's own failure decides every kind; else the worst rank.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -29,6 +30,16 @@ GpuPlacement place_ranks(int world, int visible, int ranks_per_gpu) {
        << "(records say shared_gpu; --ranks-per-gpu sets this explicitly)";
     p.warning = os.str();
   }
+  return p;
+}
+
+GpuPlacement placement_for(const std::string& device, int world, int ranks_per_gpu) {
+  if (device != "cuda") {
+    PKB_CHECK(ranks_per_gpu == 0, "--ranks-per-gpu applies to --device cuda only");
+    return {};
+  }
+  GpuPlacement p = place_ranks(world, visible_gpus(), ranks_per_gpu);
+  if (!p.warning.empty()) std::fprintf(stderr, "%s\n", p.warning.c_str());
   return p;
 }
 

@@ -37,6 +37,11 @@ struct GpuPlacement {
 // ceil(world / K) GPUs, an error when fewer are visible.
 GpuPlacement place_ranks(int world, int visible_gpus, int ranks_per_gpu);
 
+// A command's placement for `device`: on cuda, place_ranks() over the visible
+// GPUs with its warning printed to stderr; on cpu, none (and --ranks-per-gpu
+// must be 0).
+GpuPlacement placement_for(const std::string& device, int world, int ranks_per_gpu);
+
 // The worker's half: job["gpu_of_rank"] and job["shared_gpu"] (a CPU job gets neither).
 void add_placement(Json& job, const GpuPlacement& p);
 

@@ -60,12 +60,7 @@ RunSettings resolve_settings(const RunOptions& o, const std::string& sources) {
   if (s.device == "cuda") PKB_CHECK(have_cuda_build(), "this pkb was built without the GPU path; use --device cpu");
   if (s.device == "cpu") PKB_CHECK(have_cpu_mode(), "this pkb was built without CPU mode (gloo headers missing)");
   s.world = o.nproc > 0 ? o.nproc : (s.device == "cuda" ? std::max(1, visible_gpus()) : 2);
-  if (s.device == "cuda") {
-    s.placement = place_ranks(s.world, visible_gpus(), o.ranks_per_gpu);
-    if (!s.placement.warning.empty()) std::fprintf(stderr, "%s\n", s.placement.warning.c_str());
-  } else {
-    PKB_CHECK(o.ranks_per_gpu == 0, "--ranks-per-gpu applies to --device cuda only");
-  }
+  s.placement = placement_for(s.device, s.world, o.ranks_per_gpu);
   auto [m, n] = parse_shape(o.base_shape.empty() ? (s.device == "cuda" ? "1024x1024" : "128x128") : o.base_shape);
   s.m = m;
   s.n = n;

@@ -36,35 +36,33 @@ void reregister() {
 void unregister() {}
 void reregister() {}
 #endif
+
+// Hiding the group and opening the NCCL window go together (NOTE [NCCL calls
+// counted], worker/nccl_guard.h): the window is open exactly while the group
+// is hidden.
+void hide() {
+  unregister();
+  nccl_guard::set_window(true);
+}
+void show() {
+  nccl_guard::set_window(false);
+  reregister();
+}
 }  // namespace
 
 void CandidateRoutes::set_group(const std::string& name) { g_name = name; }
 
-// The NCCL window follows the registry: open exactly while the group is
-// hidden (NOTE [NCCL calls counted], worker/nccl_guard.h).
 CandidateRoutes::Hidden::Hidden() {
-  if (g_hidden++ == 0) {
-    unregister();
-    nccl_guard::set_window(true);
-  }
+  if (g_hidden++ == 0) hide();
 }
 CandidateRoutes::Hidden::~Hidden() {
-  if (--g_hidden == 0) {
-    nccl_guard::set_window(false);
-    reregister();
-  }
+  if (--g_hidden == 0) show();
 }
 CandidateRoutes::Exposed::Exposed() {
-  if (g_hidden > 0) {
-    nccl_guard::set_window(false);
-    reregister();
-  }
+  if (g_hidden > 0) show();
 }
 CandidateRoutes::Exposed::~Exposed() {
-  if (g_hidden > 0) {
-    unregister();
-    nccl_guard::set_window(true);
-  }
+  if (g_hidden > 0) hide();
 }
 
 }  // namespace pkb

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "common/golden_fixture.h"
@@ -149,27 +150,24 @@ class RankRun {
     if (trivial_) return trivial_(in);
     if (!solve_) return problem_->reference(*ctx_, dist_->collectives(), in);
     Outputs out;
+    std::optional<CandidateFailure> threw;
     try {
       CandidateRoutes::Hidden hidden;  // NOTE [forbidden routes]
       out = solve_(*ctx_, in);
     } catch (const std::exception& e) {
-      throw_if_nccl_called();
-      throw CandidateFailure{Outcome::kRuntimeError, "candidate threw: " + error_text(e)};
+      threw = CandidateFailure{Outcome::kRuntimeError, "candidate threw: " + error_text(e)};
     } catch (...) {
-      throw_if_nccl_called();
-      throw CandidateFailure{Outcome::kRuntimeError, "candidate threw a non-standard exception"};
+      threw = CandidateFailure{Outcome::kRuntimeError, "candidate threw a non-standard exception"};
     }
-    throw_if_nccl_called();
-    return out;
-  }
-
-  // NOTE [NCCL calls counted] (worker/nccl_guard.h)
-  static void throw_if_nccl_called() {
+    // An NCCL call made while it ran outranks whatever it did after
+    // (NOTE [NCCL calls counted], worker/nccl_guard.h).
     if (const char* f = nccl_guard::take_violation())
       throw CandidateFailure{Outcome::kForbiddenApi,
                              std::string("the candidate called ") + f +
                                  " while it ran (NCCL reached by a route the static checks do not see; NOTE [NCCL "
                                  "calls counted])"};
+    if (threw) throw *threw;
+    return out;
   }
 
   // Runs the candidate and makes sure its device work finished cleanly.

@@ -4,6 +4,7 @@
 
 #include "cli_agentic.h"
 #include "driver/commands.h"
+#include "worker/contestant.h"
 #include "worker/worker.h"
 
 namespace pkb {
@@ -218,6 +219,12 @@ Cli make_cli() {
   worker->group("");
   worker->add_option("job", *job, "Job file")->required();
   worker->callback([&cli, job] { cli.action = [job] { return worker_main(*job); }; });
+  // internal: the process a candidate runs in, started by its referee (NOTE [referee and contestant])
+  auto fd = std::make_shared<int>(-1);
+  auto* contestant = app.add_subcommand("contestant", "");
+  contestant->group("");
+  contestant->add_option("--fd", *fd, "Control channel")->required();
+  contestant->callback([&cli, fd] { cli.action = [fd] { return contestant_main(*fd); }; });
   return cli;
 }
 

@@ -38,22 +38,28 @@ EvalResult run_evaluation(const EvalRequest& req) {
   job["timeout_s"] = req.timeout_s;
   job["phase_floor_s"] = req.phase_floor_s;
   const WorkerUser& wu = req.worker_user;
-  if (wu.uid >= 0) {
-    // NOTE [untrusted candidates]: the workers drop to this user after set-up;
-    // the candidate must be readable to it, and only this evaluation's
-    // directory writable.
-    job["drop_uid"] = wu.uid;
-    job["drop_gid"] = wu.gid;
-    std::string cand = job.value("candidate", "reference");
-    if (job.value("mode", "eval") == "eval" && cand != "reference" && cand.rfind("audit:", 0) != 0) {
-      std::string copy = req.eval_dir + "/candidate.so";
-      std::ifstream in(cand, std::ios::binary);
-      std::ofstream out(copy, std::ios::binary | std::ios::trunc);
-      out << in.rdbuf();
-      out.close();
-      PKB_CHECK(in.good() || in.eof(), "cannot copy the candidate to ", copy);
-      chmod(copy.c_str(), 0444);
-      job["candidate"] = copy;
+  std::string cand = job.value("candidate", "reference");
+  if (job.value("mode", "eval") == "eval" && cand != "reference" && cand.rfind("audit:", 0) != 0) {
+    // NOTE [referee and contestant]: the contestant gets a folder of its own
+    // (its working directory) with a copy of the candidate it can read; the
+    // evaluation directory, where the referees write, is not writable to it.
+    std::string cdir = req.eval_dir + "/contestant";
+    mkdir(cdir.c_str(), 0755);
+    std::string copy = cdir + "/candidate.so";
+    std::ifstream in(cand, std::ios::binary);
+    std::ofstream out(copy, std::ios::binary | std::ios::trunc);
+    out << in.rdbuf();
+    out.close();
+    PKB_CHECK(in.good() || in.eof(), "cannot copy the candidate to ", copy);
+    chmod(copy.c_str(), 0444);
+    job["candidate"] = copy;
+    job["contestant_dir"] = cdir;
+    if (wu.uid >= 0) {
+      job["contestant_uid"] = wu.uid;
+      job["contestant_gid"] = wu.gid;
+      if (chown(cdir.c_str(), wu.uid, wu.gid) != 0) {
+        // Then the contestant cannot write its working directory; harmless.
+      }
     }
   }
   std::string job_path = req.eval_dir + "/job.json";

@@ -74,28 +74,6 @@ Distributed::Distributed(const DistributedOptions& opts) : opts_(opts) {
 
 Distributed::~Distributed() = default;
 
-void Distributed::publish(const std::string& key, const std::string& value) {
-  store_->set("x/" + key + "/" + std::to_string(opts_.rank), std::vector<uint8_t>(value.begin(), value.end()));
-}
-
-std::vector<std::string> Distributed::exchange(const std::string& key, const std::string& value) {
-  publish(key, value);
-  std::vector<std::string> out(opts_.world);
-  for (int r = 0; r < opts_.world; ++r) {
-    auto v = store_->get("x/" + key + "/" + std::to_string(r));
-    out[r].assign(v.begin(), v.end());
-  }
-  return out;
-}
-
-void Distributed::store_barrier(const std::string& key) { exchange("barrier/" + key, ""); }
-
-void Distributed::device_sync() const {
-#ifdef PKB_HAVE_CUDA
-  if (opts_.device.is_cuda()) c10::cuda::device_synchronize();
-#endif
-}
-
 void Distributed::align_streams() {
   std::vector<at::Tensor> t{at::zeros({1}, at::TensorOptions().device(opts_.device))};
   backend_->allreduce(t)->wait();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pkb/collectives.h"
+#include "worker/peers.h"
 
 namespace pkb {
 
@@ -33,33 +34,22 @@ struct DistributedOptions {
   std::chrono::milliseconds timeout{300000};
 };
 
-class Distributed {
+class Distributed final : public RankPeers {
  public:
   explicit Distributed(const DistributedOptions& opts);
   ~Distributed();
 
-  int rank() const { return opts_.rank; }
-  int world() const { return opts_.world; }
-  at::Device device() const { return opts_.device; }
-  bool shared_gpu() const { return opts_.shared_gpu; }
+  int rank() const override { return opts_.rank; }
+  int world() const override { return opts_.world; }
+  at::Device device() const override { return opts_.device; }
+  bool shared_gpu() const override { return opts_.shared_gpu; }
   // Gloo carries the collectives: CPU mode, or CUDA ranks sharing GPUs.
   bool uses_gloo() const { return opts_.device.is_cpu() || opts_.shared_gpu; }
-  c10d::Store& store() { return *store_; }
-  c10::intrusive_ptr<c10d::Store> store_ptr() { return store_; }
+  c10d::Store& store() override { return *store_; }
+  c10::intrusive_ptr<c10d::Store> store_ptr() override { return store_; }
   const c10::intrusive_ptr<c10d::Backend>& world_backend() const { return backend_; }
-
-  // Every rank's `value` for a key used once (an all-gather through the store).
-  std::vector<std::string> exchange(const std::string& key, const std::string& value);
-  // This rank's half of exchange(): sets the value without waiting for peers
-  // (for a rank that is about to leave).
-  void publish(const std::string& key, const std::string& value);
-  // All ranks reach this point (through the store; see NOTE [verdicts through the store]).
-  void store_barrier(const std::string& key);
-  // Waits for this rank's device work (no-op on CPU).
-  void device_sync() const;
-  // A tiny all-reduce on the current stream: on GPU, work enqueued after it
-  // starts at the same moment on every rank (see NOTE [timing protocol]).
-  void align_streams();
+  // A tiny all-reduce on the current stream.
+  void align_streams() override;
 
   Collectives& collectives() { return *collectives_; }
 

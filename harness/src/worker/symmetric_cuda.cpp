@@ -15,7 +15,7 @@ namespace {
 
 class CudaSymmetricBuffer final : public SymmetricBuffer {
  public:
-  CudaSymmetricBuffer(Distributed& dist, const std::string& name, size_t bytes) : bytes_(bytes) {
+  CudaSymmetricBuffer(RankPeers& dist, const std::string& name, size_t bytes) : bytes_(bytes) {
     std::string mine = name + "#" + std::to_string(bytes);
     auto all = dist.exchange("symm/" + name + "/shape", mine);
     for (int r = 0; r < dist.world(); ++r)
@@ -56,7 +56,7 @@ class CudaSymmetricBuffer final : public SymmetricBuffer {
 
 }  // namespace
 
-std::unique_ptr<SymmetricBuffer> make_cuda_symmetric(Distributed& dist, const std::string& name, size_t bytes) {
+std::unique_ptr<SymmetricBuffer> make_cuda_symmetric(RankPeers& dist, const std::string& name, size_t bytes) {
   return std::make_unique<CudaSymmetricBuffer>(dist, name, bytes);
 }
 

@@ -21,7 +21,7 @@ namespace {
 
 class HostSymmetricBuffer final : public SymmetricBuffer {
  public:
-  HostSymmetricBuffer(Distributed& dist, const std::string& name, size_t bytes)
+  HostSymmetricBuffer(RankPeers& dist, const std::string& name, size_t bytes)
       : dist_(dist), name_(name), bytes_(bytes) {
     static std::atomic<int> counter{0};
     const int world = dist.world(), rank = dist.rank();
@@ -76,7 +76,7 @@ class HostSymmetricBuffer final : public SymmetricBuffer {
   }
 
  private:
-  Distributed& dist_;
+  RankPeers& dist_;
   std::string name_;
   size_t bytes_ = 0, map_bytes_ = 0;
   std::vector<void*> ptrs_, pads_;
@@ -85,7 +85,7 @@ class HostSymmetricBuffer final : public SymmetricBuffer {
 
 }  // namespace
 
-std::unique_ptr<SymmetricBuffer> make_host_symmetric(Distributed& dist, const std::string& name, size_t bytes) {
+std::unique_ptr<SymmetricBuffer> make_host_symmetric(RankPeers& dist, const std::string& name, size_t bytes) {
   return std::make_unique<HostSymmetricBuffer>(dist, name, bytes);
 }
 

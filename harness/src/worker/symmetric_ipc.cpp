@@ -44,7 +44,7 @@ void from_hex(const std::string& s, void* p, size_t n) {
 
 class IpcSymmetricBuffer final : public SymmetricBuffer {
  public:
-  IpcSymmetricBuffer(Distributed& dist, const std::string& name, size_t bytes)
+  IpcSymmetricBuffer(RankPeers& dist, const std::string& name, size_t bytes)
       : dist_(dist), name_(name), bytes_(bytes) {
     const int world = dist.world(), rank = dist.rank();
     std::string mine = name + "#" + std::to_string(bytes);
@@ -111,7 +111,7 @@ class IpcSymmetricBuffer final : public SymmetricBuffer {
   }
 
  private:
-  Distributed& dist_;
+  RankPeers& dist_;
   std::string name_;
   size_t bytes_ = 0, pad_bytes_ = 0, pad_offset_ = 0;
   std::vector<void*> bases_, ptrs_, pads_;
@@ -122,7 +122,7 @@ class IpcSymmetricBuffer final : public SymmetricBuffer {
 
 }  // namespace
 
-std::unique_ptr<SymmetricBuffer> make_ipc_symmetric(Distributed& dist, const std::string& name, size_t bytes) {
+std::unique_ptr<SymmetricBuffer> make_ipc_symmetric(RankPeers& dist, const std::string& name, size_t bytes) {
   return std::make_unique<IpcSymmetricBuffer>(dist, name, bytes);
 }
 

@@ -43,6 +43,23 @@
 //     see, and the candidate is flagged `timing_anomaly`. Per segment, one
 //     host hiccup after the last enqueue flagged correct 10-iteration
 //     segments (two false flags in one run of problems 1-30).
+//     A candidate in a contestant process (NOTE [referee and contestant],
+//     worker/contestant.h) reports its own events, so its referee also
+//     keeps the wall clock of every request it sends it while timing
+//     (warm-ups, priming and timed segments, and the last outputs), from the
+//     request to the reply; the ranks' referees meet through the store just
+//     before each segment, so no rank's clock holds a wait for another. The
+//     whole is compared, not each segment: a contestant that replies early
+//     and works on moves its work into a later request, never out of the
+//     total (while the reference runs it is stopped). When the total
+//     exceeds wall_ratio x (every call x the claimed mean) plus the
+//     allowance (kRefereeCallAllowanceUs per call for the host's enqueue and
+//     launch, kRefereeRequestAllowanceUs per request for the channel's round
+//     trip and the sync (kRefereeRequestAllowanceUsCpu on CPU), and the 2 ms head start of each `host_sync`
+//     segment), the candidate is `timing_anomaly`: the events it wrote
+//     itself cannot claim less time than its referee saw pass. The reference
+//     is timed while the contestant and everything it started are stopped
+//     (SIGSTOP), so no candidate thread can slow it.
 //  6. The last timed outputs of both sides come from the same input group and
 //     are compared again (a candidate correct once but wrong when repeated,
 //     e.g. from a stale symmetric buffer, fails here).
@@ -54,7 +71,7 @@
 
 #include "common/results.h"
 #include "pkb/inputs.h"
-#include "worker/distributed.h"
+#include "worker/peers.h"
 
 namespace pkb {
 
@@ -70,6 +87,7 @@ struct TimingOptions {
   // priming segment, and a timed one.
   double probe_gate_ms = 200;
   double segment_gate_ms = 2000;
+  bool cpu = false;  // set by time_alternating from the device
 };
 
 struct TimingStats {
@@ -78,6 +96,11 @@ struct TimingStats {
   int max_at = -1;       // index of the slowest timed iteration
   double wall_us = 0;    // host wall clock, per iteration
   bool anomaly = false;
+  // The referee's clock (a contestant's side only): its wall per call, over
+  // every call of the timing, and the allowance per call (step 5).
+  double referee_wall_us = -1;
+  double referee_allowance_us = 0;
+  bool referee_anomaly = false;
   bool host_sync = false;  // the call waits for the device: timed behind the head start, not the gate
   int gate_timeouts = 0;   // segments whose gate opened by its timeout (not fully enqueued)
 };
@@ -95,8 +118,85 @@ struct TimingResult {
 
 using TimedFn = std::function<Outputs(const Inputs&)>;
 
+// NOTE [timing protocol], step 5: the referee's allowance for a contestant's
+// requests (the control channel's round trip, the sync) and calls (the host's
+// enqueue and launch).
+// On CPU the contestant and its referee share cores with every other rank
+// (context switches, not the device, dominate a round trip), and CPU times
+// are never speed results (they only must not flag honest candidates).
+inline constexpr double kRefereeRequestAllowanceUs = 1000;
+inline constexpr double kRefereeRequestAllowanceUsCpu = 50000;
+inline constexpr double kRefereeCallAllowanceUs = 25;
+
+// What a referee saw of its contestant while timing (step 5).
+struct RefereeAccount {
+  double wall_us = 0;  // request to reply, summed
+  int64_t calls = 0;   // candidate calls asked for
+  int requests = 0;
+  int host_sync_segments = 0;
+};
+inline constexpr double kHeadStartUs = 2000;
+
+// One timed segment (steps 2-3), as asked of a side.
+struct SegmentSpec {
+  int iters = 1;
+  std::string tag;         // store key of the segment's barrier
+  double gate_ms = 200;
+  bool record = true;      // false: a priming segment
+  bool host_sync = false;  // timed behind the head start, not the gate
+  bool barrier = true;     // meet the other ranks first (false: the caller did)
+};
+
+struct SegmentReport {
+  bool timed_out = false;        // the gate opened by its timeout
+  std::vector<double> samples;   // per iteration, us (recorded segments)
+  double span_us = 0;            // events from before the gate to the last call
+  double wall_us = 0;            // the side's own host clock around the segment
+};
+
+// One side of the timing, wherever it runs: in this process (LocalSide) or
+// in the contestant (ContestantSide, worker/contestant_client.h).
+class TimedSide {
+ public:
+  virtual ~TimedSide() = default;
+  // `groups` copies of `inputs` to rotate through (step 1).
+  virtual void prepare(const Inputs& inputs, int groups) = 0;
+  virtual void warm(int calls) = 0;
+  virtual SegmentReport segment(const SegmentSpec& spec) = 0;
+  // The last recorded segment's last outputs.
+  virtual Outputs last_outputs() = 0;
+  // The input group of the last timed call (the same storage, not a copy).
+  virtual Inputs last_inputs() = 0;
+  // Called around another side's segments (the contestant is stopped then).
+  virtual void pause() {}
+  virtual void resume() {}
+  // A contestant's side: what its referee saw (step 5); null otherwise.
+  virtual const RefereeAccount* account() const { return nullptr; }
+};
+
+class LocalSide final : public TimedSide {
+ public:
+  LocalSide(RankPeers& peers, TimedFn fn) : peers_(peers), fn_(std::move(fn)) {}
+  void prepare(const Inputs& inputs, int groups) override;
+  // Groups placed by someone else (the contestant's, in shared regions).
+  void set_groups(std::vector<Inputs> groups) { groups_ = std::move(groups); }
+  void warm(int calls) override;
+  SegmentReport segment(const SegmentSpec& spec) override;
+  Outputs last_outputs() override { return last_; }
+  Inputs last_inputs() override;
+
+ private:
+  Outputs call();
+  RankPeers& peers_;
+  TimedFn fn_;
+  std::vector<Inputs> groups_;
+  size_t next_ = 0;
+  Outputs last_;
+};
+
 int input_groups_for(double input_bytes, double cache_bytes);
-TimingResult time_alternating(Distributed& dist, const Inputs& inputs, const TimedFn& cand, const TimedFn& ref,
+double input_tensor_bytes(const Inputs& in);
+TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide& cand, TimedSide& ref,
                               const TimingOptions& opts);
 Json to_json(const TimingStats& s);
 // The host's last-level cache size (CPU) or the device's L2 (GPU).

@@ -13,6 +13,8 @@
 #include <optional>
 #include <sstream>
 
+#include <sys/prctl.h>
+
 #include "common/golden_fixture.h"
 #include "common/outcome.h"
 #include "common/plugin_loader.h"
@@ -22,6 +24,7 @@
 #include "worker/calibrate.h"
 #include "worker/audit_candidates.h"
 #include "worker/compare.h"
+#include "worker/contestant_client.h"
 #include "worker/distributed.h"
 #include "worker/integrity.h"
 #include "worker/nccl_guard.h"
@@ -96,6 +99,7 @@ class RankRun {
       code = kWorkerExitHarnessError;
     }
     write_result();
+    contestant_.reset();  // the contestant and whatever it started end here
     return code;
   }
 
@@ -127,10 +131,13 @@ class RankRun {
       TrialSpec t0{0, false, 0};
       trivial_ = make_trivial_candidate(cand.substr(6), *problem_, *ctx_, dist_->collectives(), request(t0));
     } else if (cand != "reference") {
+      // NOTE [referee and contestant]: the candidate runs in a process of
+      // its own; this one never loads it.
+      start_contestant();
       try {
-        solve_ = load_solution_plugin(cand).solve;
-      } catch (const LoadError& e) {
-        status = e.what();
+        contestant_->load(cand);
+      } catch (const ContestantFailure& f) {
+        status = f.reason;
       }
     }
     agree("load", Outcome::kLoadError, status);
@@ -146,38 +153,53 @@ class RankRun {
     }
   }
 
-  Outputs run_candidate(const Inputs& in) {
-    if (trivial_) return trivial_(in);
-    if (!solve_) return problem_->reference(*ctx_, dist_->collectives(), in);
-    Outputs out;
-    std::optional<CandidateFailure> threw;
-    try {
-      CandidateRoutes::Hidden hidden;  // NOTE [forbidden routes]
-      out = solve_(*ctx_, in);
-    } catch (const std::exception& e) {
-      threw = CandidateFailure{Outcome::kRuntimeError, "candidate threw: " + error_text(e)};
-    } catch (...) {
-      threw = CandidateFailure{Outcome::kRuntimeError, "candidate threw a non-standard exception"};
+  // NOTE [referee and contestant]: set up before anything of the candidate
+  // is loaded; the contestant drops to the worker user, this process stays.
+  void start_contestant() {
+    phase("contestant");
+    ContestantOptions o;
+    o.rank = rank_;
+    o.world = world_;
+    o.device = dist_->device();
+    o.shared_gpu = dist_->shared_gpu();
+    o.topology = job_.j.value("topology", Json::object());
+    o.uid = job_.j.value("contestant_uid", -1);
+    o.gid = job_.j.value("contestant_gid", -1);
+    o.isolate_net = geteuid() == 0 && job_.j.value("contestant_netns", true);
+    o.work_dir = job_.j.value("contestant_dir", std::string());
+    if (geteuid() != 0) {
+      // Same user as the contestant: not dumpable, so it cannot trace this
+      // process or open its /proc files (memory, file descriptors).
+      prctl(PR_SET_DUMPABLE, 0);
     }
-    // An NCCL call made while it ran outranks whatever it did after
-    // (NOTE [NCCL calls counted], worker/nccl_guard.h).
-    if (const char* f = nccl_guard::take_violation())
-      throw CandidateFailure{Outcome::kForbiddenApi,
-                             std::string("the candidate called ") + f +
-                                 " while it ran (NCCL reached by a route the static checks do not see; NOTE [NCCL "
-                                 "calls counted])"};
-    if (threw) throw *threw;
-    return out;
+    contestant_ = std::make_unique<ContestantClient>(*dist_, o);
+    result_["contestant"] = contestant_->info();
   }
 
-  // Runs the candidate and makes sure its device work finished cleanly.
-  Outputs run_candidate_checked(const Inputs& in) {
-    Outputs out = run_candidate(in);
-    try {
-      dist_->device_sync();
-    } catch (const std::exception& e) {
-      throw CandidateFailure{Outcome::kRuntimeError, "device error after candidate: " + error_text(e)};
+  // The harness's own candidates (the reference, `pkb audit`'s), run here.
+  Outputs run_local_candidate(const Inputs& in) {
+    if (trivial_) return trivial_(in);
+    return problem_->reference(*ctx_, dist_->collectives(), in);
+  }
+
+  // The candidate on `in`: *seen is what it saw (its own storage, after the
+  // call), for the input-mutation check and the refresh. `slot` names the
+  // contestant's region.
+  Outputs run_candidate_checked(const Inputs& in, Inputs* seen) {
+    if (contestant_) {
+      try {
+        Placed p = contestant_->place(in, 0);
+        Outputs out = contestant_->call(p);
+        *seen = p.views;
+        last_placed_ = p;
+        return out;
+      } catch (const ContestantFailure& f) {
+        throw CandidateFailure{f.outcome, f.reason};
+      }
     }
+    *seen = in.clone();
+    Outputs out = run_local_candidate(*seen);
+    dist_->device_sync();
     return out;
   }
 
@@ -223,12 +245,12 @@ class RankRun {
     return false;
   }
 
-  // The candidate on `in` (its own storage), every rank told how it went.
-  Outputs candidate_call(const std::string& key, const Inputs& in) {
+  // The candidate on a copy of `in` (*seen: that copy), every rank told how it went.
+  Outputs candidate_call(const std::string& key, const Inputs& in, Inputs* seen) {
     std::string status = "ok";
     Outputs got;
     try {
-      got = run_candidate_checked(in);
+      got = run_candidate_checked(in, seen);
     } catch (const CandidateFailure& f) {
       status = f.reason;
       dist_->publish(key_prefix_ + key, status);  // tell peers before leaving
@@ -239,15 +261,8 @@ class RankRun {
   }
 
   void evaluate() {
-    // NOTE [untrusted candidates]: set-up done as root, the candidate runs
-    // as the unprivileged user the driver chose.
-    if (job_.j.value("drop_uid", -1) >= 0) {
-      phase("drop privileges");
-      if (dist_->device().is_cuda()) result_["preloaded_libraries"] = preload_lazy_libraries();
-      std::string why = drop_privileges(job_.j["drop_uid"].get<int>(), job_.j.value("drop_gid", -1));
-      PKB_CHECK(why.empty(), "cannot drop privileges: ", why);
-      result_["uid"] = static_cast<int>(getuid());
-    }
+    // NOTE [referee and contestant]: this process stays as it is; a
+    // candidate plugin runs in the contestant, as the worker user.
     if (job_.mode() == "audit") return audit();
     load_candidate();
     checks();
@@ -291,8 +306,8 @@ class RankRun {
       if (t == 0) cost(inputs);
 
       phase(label + ": candidate");
-      Inputs cand_in = inputs.clone();
-      Outputs got = candidate_call("t" + std::to_string(t) + "/cand", cand_in);
+      Inputs cand_in;
+      Outputs got = candidate_call("t" + std::to_string(t) + "/cand", inputs, &cand_in);
 
       phase(label + ": reference");
       auto r0 = std::chrono::steady_clock::now();
@@ -349,7 +364,7 @@ class RankRun {
       }
     phase(label + ": candidate");
     Inputs snapshot = target.clone();
-    Outputs got = candidate_call("refresh/cand", target);
+    Outputs got = refresh_call(target);
     phase(label + ": reference");
     Outputs want = problem_->reference(*ctx_, dist_->collectives(), snapshot);
     dist_->device_sync();
@@ -359,6 +374,32 @@ class RankRun {
     tj["kind"] = "refresh";
     result_["trials"].push_back(tj);
     judge("refresh/verdict", label, cmp, {{"trial", index}, {"kind", "refresh"}});
+  }
+
+  // The candidate on `target` in place (the storage it saw last, refreshed):
+  // the contestant gets the same region and offsets, so its pointers repeat.
+  Outputs refresh_call(Inputs& target) {
+    std::string status = "ok";
+    Outputs got;
+    try {
+      if (contestant_) {
+        PKB_CHECK(last_placed_.has_value(), "no placed inputs to refresh");
+        dist_->device_sync();  // the refreshed values are in place before it reads them
+        try {
+          got = contestant_->call(*last_placed_);
+        } catch (const ContestantFailure& f) {
+          throw CandidateFailure{f.outcome, f.reason};
+        }
+      } else {
+        got = run_local_candidate(target);
+        dist_->device_sync();
+      }
+    } catch (const CandidateFailure& f) {
+      dist_->publish(key_prefix_ + "refresh/cand", f.reason);
+      throw;
+    }
+    agree("refresh/cand", Outcome::kRuntimeError, status);
+    return got;
   }
 
   // Returns the candidate's last timed input group (for refresh_check).
@@ -374,9 +415,23 @@ class RankRun {
     phase("timing", 2 * (2 * o.warmup + 3 * o.iters),
           2.0 * (o.rounds + 2) * (o.segment_gate_ms + o.probe_gate_ms) / 1000.0);
     o.cache_bytes = cache_bytes_for(dist_->device());
-    TimedFn cand = [&](const Inputs& in) { return run_candidate(in); };
-    TimedFn ref = [&](const Inputs& in) { return problem_->reference(*ctx_, dist_->collectives(), in); };
-    TimingResult tr = time_alternating(*dist_, inputs, cand, ref, o);
+    LocalSide ref(*dist_, [&](const Inputs& in) { return problem_->reference(*ctx_, dist_->collectives(), in); });
+    std::unique_ptr<TimedSide> cand;
+    ContestantSide* remote = nullptr;
+    if (contestant_) {
+      auto c = std::make_unique<ContestantSide>(*contestant_);
+      remote = c.get();
+      cand = std::move(c);
+    } else {
+      cand = std::make_unique<LocalSide>(*dist_, [&](const Inputs& in) { return run_local_candidate(in); });
+    }
+    TimingResult tr;
+    try {
+      tr = time_alternating(*dist_, inputs, *cand, ref, o);
+    } catch (const ContestantFailure& f) {
+      throw CandidateFailure{f.outcome, "while timed: " + f.reason};
+    }
+    if (remote) last_placed_ = remote->last_placed();
     Json tj;
     tj["groups"] = tr.groups;
     tj["input_bytes"] = tr.input_bytes;
@@ -396,6 +451,12 @@ class RankRun {
     result_["recheck"] = to_json(re);
     if (re.outcome != Outcome::kCorrect) {
       finish(re.outcome, "after timing: " + re.reason);
+    } else if (tr.cand.referee_anomaly) {
+      std::ostringstream os;
+      os << "the referee's wall clock saw " << tr.cand.referee_wall_us << " us/iter where the candidate's events claim "
+         << tr.cand.mean_us << " us/iter (allowance " << tr.cand.referee_allowance_us / std::max(1, tr.cand.n)
+         << " us/iter; NOTE [timing protocol], step 5)";
+      finish(Outcome::kTimingAnomaly, os.str());
     } else if (tr.cand.anomaly) {
       std::ostringstream os;
       os << "host wall clock " << tr.cand.wall_us << " us/iter vs events " << tr.cand.mean_us
@@ -473,7 +534,8 @@ class RankRun {
   std::unique_ptr<WorkerContext> ctx_;
   std::shared_ptr<Problem> problem_;
   Tolerance tol_;
-  SolveFn solve_ = nullptr;
+  std::unique_ptr<ContestantClient> contestant_;
+  std::optional<Placed> last_placed_;  // the contestant's inputs of its last call
   TrivialFn trivial_;  // `pkb audit`'s built-in candidates
   std::string key_prefix_;  // store keys of one audit candidate
   double t_ref_s_ = -1;  // the reference's first call, seconds (trial 0)

@@ -1,4 +1,5 @@
-// The pkb::Context a worker hands to references and candidates.
+// The pkb::Context a referee hands to references, and a contestant to its
+// candidate (NOTE [referee and contestant]).
 #pragma once
 
 #include <map>
@@ -6,13 +7,13 @@
 #include <string>
 
 #include "pkb/context.h"
-#include "worker/distributed.h"
+#include "worker/peers.h"
 
 namespace pkb {
 
 class WorkerContext final : public Context {
  public:
-  WorkerContext(Distributed& dist, Topology topology) : dist_(dist), topology_(std::move(topology)) {}
+  WorkerContext(RankPeers& dist, Topology topology) : dist_(dist), topology_(std::move(topology)) {}
 
   int rank() const override { return dist_.rank(); }
   int world_size() const override { return dist_.world(); }
@@ -22,7 +23,7 @@ class WorkerContext final : public Context {
   SymmetricBuffer& symmetric(const std::string& name, size_t bytes) override;
 
  private:
-  Distributed& dist_;
+  RankPeers& dist_;
   Topology topology_;
   std::map<std::string, std::unique_ptr<SymmetricBuffer>> buffers_;
 };

@@ -1,0 +1,343 @@
+// See NOTE [referee and contestant] in worker/contestant.h; the protocol is
+// listed at the top of worker/contestant.cpp.
+#include "worker/contestant_client.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "pkb/check.h"
+#include "worker/proxy_store.h"
+
+extern char** environ;
+
+namespace pkb {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Variables the contestant must not see: how to reach the evaluation's store
+// (NOTE [referee and contestant]).
+bool scrubbed(const std::string& kv) {
+  for (const char* k : {"MASTER_ADDR=", "MASTER_PORT=", "TORCHELASTIC_", "PKB_JOB"})
+    if (kv.rfind(k, 0) == 0) return true;
+  return false;
+}
+
+// Every process below `root` (this process is a child subreaper, so the
+// contestant's orphans are its children too), but not `self`.
+std::set<pid_t> descendants(pid_t root) {
+  std::set<pid_t> out;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    std::string dir = "/proc/" + std::to_string(p) + "/task";
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream f(dir + "/" + e->d_name + "/children");
+      pid_t c;
+      while (f >> c)
+        if (out.insert(c).second) todo.push_back(c);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+std::string status_text(int st) {
+  if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
+  if (WIFSIGNALED(st)) return std::string("killed by ") + strsignal(WTERMSIG(st));
+  return "ended";
+}
+
+}  // namespace
+
+ContestantClient::ContestantClient(RankPeers& referee, ContestantOptions o) : referee_(referee), opts_(std::move(o)) {
+  // Orphans of the contestant become this process's children, so freeze()
+  // finds them (and the driver, the next subreaper up, reaps them last).
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int fds[2];
+  ControlChannel::make_pair(fds);
+  // Everything the child needs, built before fork (only async-signal-safe
+  // calls between fork and exec).
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e)
+    if (!scrubbed(*e)) env_s.push_back(*e);
+  std::vector<char*> envp;
+  for (auto& s : env_s) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string exe = "/proc/self/exe";
+  std::string fd_arg = "3";
+  std::vector<char*> argv{const_cast<char*>("pkb"), const_cast<char*>("contestant"), const_cast<char*>("--fd"),
+                          fd_arg.data(), nullptr};
+  char exe_path[4096];
+  ssize_t n = readlink(exe.c_str(), exe_path, sizeof(exe_path) - 1);
+  PKB_CHECK(n > 0, "readlink(/proc/self/exe)");
+  exe_path[n] = '\0';
+  const long max_fd = sysconf(_SC_OPEN_MAX);
+  const char* work_dir = opts_.work_dir.empty() ? nullptr : opts_.work_dir.c_str();
+  pid_ = fork();
+  PKB_CHECK(pid_ >= 0, "fork: ", strerror(errno));
+  if (pid_ == 0) {
+    // The contestant holds stdin from /dev/null, this rank's log as stdout
+    // and stderr, the control channel as fd 3, and nothing else: not the
+    // store's socket, not Gloo's, not the job or result files.
+    int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    if (dup2(fds[1], 3) < 0) _exit(127);
+    if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
+      for (long f = 4; f < max_fd; ++f) close(static_cast<int>(f));
+    if (work_dir && chdir(work_dir) != 0) _exit(127);
+    execve(exe_path, argv.data(), envp.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  ch_ = std::make_unique<ControlChannel>(fds[0]);
+  Json req = {{"op", "setup"},
+              {"rank", opts_.rank},
+              {"world", opts_.world},
+              {"device", opts_.device.is_cuda() ? "cuda" : "cpu"},
+              {"gpu", opts_.device.is_cuda() ? static_cast<int>(opts_.device.index()) : -1},
+              {"shared_gpu", opts_.shared_gpu},
+              {"topology", opts_.topology},
+              {"uid", opts_.uid},
+              {"gid", opts_.gid},
+              {"isolate_net", opts_.isolate_net}};
+  // Set-up runs no candidate code: a failure here is the harness's.
+  Json reply;
+  try {
+    reply = request(req);
+  } catch (const ContestantFailure& f) {
+    PKB_CHECK(false, "the contestant's set-up failed: ", f.reason);
+  }
+  PKB_CHECK(!reply.contains("error"), "the contestant's set-up failed: ", reply.value("error", std::string()));
+  info_ = {{"pid", static_cast<int>(pid_)}, {"uid", reply.value("uid", -1)}, {"isolation", reply.value("isolation", Json())}};
+}
+
+ContestantClient::~ContestantClient() {
+  if (pid_ <= 0) return;
+  for (pid_t p : descendants(getpid())) kill(p, SIGKILL);
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+}
+
+[[noreturn]] void ContestantClient::died(const std::string& what) {
+  int st = 0;
+  pid_t r = 0;
+  for (int i = 0; i < 200 && r == 0; ++i) {
+    r = waitpid(pid_, &st, WNOHANG);
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::string how = r == pid_ ? status_text(st) : "closed its channel";
+  if (r == 0) kill(pid_, SIGKILL);
+  else pid_ = -1;
+  throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process " + how + " " + what};
+}
+
+Json ContestantClient::request(Json req, const std::vector<int>& fds) {
+  if (frozen_) thaw();
+  const std::string op = req.value("op", "");
+  try {
+    ch_->send(req, fds);
+    for (;;) {
+      Json msg;
+      std::vector<int> got;
+      ch_->recv(&msg, &got);
+      if (msg.contains("store")) {
+        for (int f : got) close(f);
+        ch_->send(serve_store_request(msg, referee_.store()));
+        continue;
+      }
+      if (msg.contains("new_region")) {
+        int fd = got.empty() ? -1 : got.front();
+        for (size_t i = 1; i < got.size(); ++i) close(got[i]);
+        try {
+          out_region_.reset();
+          out_region_ = SharedRegion::open(msg["new_region"], fd, opts_.device);
+        } catch (const std::exception& e) {
+          throw ContestantFailure{Outcome::kRuntimeError,
+                                  std::string("the candidate's process sent an unusable output region: ") + e.what()};
+        }
+      } else {
+        for (int f : got) close(f);
+      }
+      if (msg.contains("error")) {
+        // A claim from the untrusted side can only make its verdict worse:
+        // anything but these is a runtime error.
+        Outcome o = Outcome::kRuntimeError;
+        std::string name = msg.value("outcome", "");
+        if (name == outcome_name(Outcome::kLoadError)) o = Outcome::kLoadError;
+        if (name == outcome_name(Outcome::kForbiddenApi)) o = Outcome::kForbiddenApi;
+        std::string why = msg["error"].is_string() ? msg["error"].get<std::string>() : "(no reason)";
+        throw ContestantFailure{o, why};
+      }
+      return msg;
+    }
+  } catch (const ChannelClosed&) {
+    died("during '" + op + "'");
+  } catch (const nlohmann::json::exception& e) {
+    throw ContestantFailure{Outcome::kRuntimeError,
+                            "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
+  }
+}
+
+void ContestantClient::load(const std::string& candidate) { request({{"op", "load"}, {"candidate", candidate}}); }
+
+Placed ContestantClient::place(const Inputs& in, int slot) {
+  std::vector<at::Tensor> ts;
+  for (const auto& a : in.args())
+    if (auto t = std::get_if<at::Tensor>(&a.value)) ts.push_back(*t);
+  const size_t need = region_bytes_for(ts);
+  auto& r = slots_[slot];
+  if (!r || r->bytes() < need) {
+    r = SharedRegion::create(need, opts_.device);
+    std::vector<int> fds;
+    if (r->fd() >= 0) fds.push_back(r->fd());
+    request({{"op", "region"}, {"id", slot}, {"desc", r->describe()}}, fds);
+  }
+  Placed p;
+  p.slot = slot;
+  p.desc = place_inputs(in, *r, &p.views);
+  return p;
+}
+
+Outputs ContestantClient::take_outputs(const Json& reply) {
+  if (!out_region_) throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process sent no output region"};
+  // Stopped while its outputs are copied out: none of its threads can change them meanwhile.
+  freeze();
+  Outputs out;
+  try {
+    out = outputs_from(reply.at("outputs"), *out_region_);
+  } catch (const std::exception& e) {
+    thaw();
+    throw ContestantFailure{Outcome::kRuntimeError, e.what()};
+  }
+  thaw();
+  return out;
+}
+
+Outputs ContestantClient::call(const Placed& p) {
+  return take_outputs(request({{"op", "call"}, {"region", p.slot}, {"inputs", p.desc}}));
+}
+
+void ContestantClient::set_groups(const std::vector<Placed>& groups) {
+  Json g = Json::array();
+  for (const auto& p : groups) g.push_back({{"region", p.slot}, {"inputs", p.desc}});
+  request({{"op", "groups"}, {"groups", g}});
+}
+
+void ContestantClient::warm(int calls) { request({{"op", "warm"}, {"calls", calls}}); }
+
+SegmentReport ContestantClient::segment(const SegmentSpec& spec) {
+  Json r = request({{"op", "segment"},
+                    {"iters", spec.iters},
+                    {"tag", spec.tag},
+                    {"gate_ms", spec.gate_ms},
+                    {"record", spec.record},
+                    {"host_sync", spec.host_sync}});
+  SegmentReport rep;
+  auto bad = [&](const std::string& why) {
+    return ContestantFailure{Outcome::kTimingAnomaly, "the candidate's process reported " + why};
+  };
+  try {
+    rep.timed_out = r.at("timed_out").get<bool>();
+    rep.span_us = r.at("span_us").get<double>();
+    rep.wall_us = r.at("wall_us").get<double>();
+    rep.samples = r.at("samples").get<std::vector<double>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(std::string("a malformed segment: ") + e.what());
+  }
+  if (spec.record && static_cast<int>(rep.samples.size()) != spec.iters)
+    throw bad(std::to_string(rep.samples.size()) + " samples for " + std::to_string(spec.iters) + " timed calls");
+  for (double v : rep.samples)
+    if (!std::isfinite(v) || v < 0) throw bad("an impossible time (" + std::to_string(v) + " us)");
+  if (!std::isfinite(rep.span_us) || !std::isfinite(rep.wall_us)) throw bad("an impossible span");
+  return rep;
+}
+
+Outputs ContestantClient::last_outputs() { return take_outputs(request({{"op", "last"}})); }
+
+void ContestantClient::freeze() {
+  if (frozen_ || pid_ <= 0) return;
+  // Until no new process shows up (one may fork while the others stop).
+  std::set<pid_t> stopped;
+  for (int pass = 0; pass < 10; ++pass) {
+    bool any = false;
+    for (pid_t p : descendants(getpid()))
+      if (stopped.insert(p).second) {
+        kill(p, SIGSTOP);
+        any = true;
+      }
+    if (!any) break;
+  }
+  frozen_ = true;
+}
+
+void ContestantClient::thaw() {
+  if (!frozen_) return;
+  for (pid_t p : descendants(getpid())) kill(p, SIGCONT);
+  frozen_ = false;
+}
+
+void ContestantSide::prepare(const Inputs& inputs, int groups) {
+  groups_.clear();
+  for (int g = 0; g < groups; ++g) groups_.push_back(c_.place(inputs, 1 + g));
+  c_.set_groups(groups_);
+  next_ = 0;
+}
+
+template <typename F>
+auto ContestantSide::timed(int64_t calls, F f) {
+  c_.thaw();  // not counted: the stop and the restart are the referee's
+  auto t0 = Clock::now();
+  auto finish = [&] {
+    acc_.wall_us += std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    acc_.calls += calls;
+    ++acc_.requests;
+  };
+  if constexpr (std::is_void_v<decltype(f())>) {
+    f();
+    finish();
+  } else {
+    auto r = f();
+    finish();
+    return r;
+  }
+}
+
+void ContestantSide::warm(int calls) {
+  timed(calls, [&] { c_.warm(calls); });
+  next_ += calls;
+}
+
+SegmentReport ContestantSide::segment(const SegmentSpec& spec) {
+  SegmentReport r = timed(spec.iters, [&] { return c_.segment(spec); });
+  if (spec.host_sync) ++acc_.host_sync_segments;
+  next_ += spec.iters;
+  return r;
+}
+
+Outputs ContestantSide::last_outputs() {
+  return timed(0, [&] { return c_.last_outputs(); });
+}
+
+const Placed& ContestantSide::last_placed() const {
+  PKB_CHECK(!groups_.empty(), "no input groups");
+  return groups_[(next_ + groups_.size() - 1) % groups_.size()];
+}
+
+}  // namespace pkb

@@ -1,0 +1,114 @@
+// The referee's side of NOTE [referee and contestant] (worker/contestant.h):
+// starts its rank's contestant, sets it up, places inputs in shared regions,
+// asks it to run the candidate, serves its store requests, stops it while the
+// reference runs, and turns whatever goes wrong on its side into the
+// candidate's outcome.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/outcome.h"
+#include "common/results.h"
+#include "worker/control_channel.h"
+#include "worker/peers.h"
+#include "worker/tensor_transfer.h"
+#include "worker/timing.h"
+
+namespace pkb {
+
+// Something the contestant did (or suffered) that ends the candidate's
+// evaluation with this outcome.
+struct ContestantFailure {
+  Outcome outcome;
+  std::string reason;
+};
+
+// Inputs as placed in one of the referee's regions: what the contestant sees
+// (views of the same memory), and where.
+struct Placed {
+  int slot = -1;
+  Json desc;
+  Inputs views;
+};
+
+struct ContestantOptions {
+  int rank = 0, world = 1;
+  at::Device device = at::kCPU;
+  bool shared_gpu = false;
+  Json topology = Json::object();
+  int uid = -1, gid = -1;   // the user it drops to (-1: stays this one)
+  bool isolate_net = false;  // a network namespace of its own (needs root)
+  std::string log_path;      // its stdout and stderr
+  std::string work_dir;      // its working directory
+};
+
+class ContestantClient {
+ public:
+  ContestantClient(RankPeers& referee, ContestantOptions o);  // starts and sets it up
+  ~ContestantClient();
+  ContestantClient(const ContestantClient&) = delete;
+  ContestantClient& operator=(const ContestantClient&) = delete;
+
+  // Loads the candidate (load_error on failure).
+  void load(const std::string& candidate);
+  // Copies `in` into slot `slot`'s region (the same storage each time it fits).
+  Placed place(const Inputs& in, int slot);
+  // The candidate on placed inputs; its outputs, copied out.
+  Outputs call(const Placed& p);
+  // Timing: input groups in slots 1..G, then warm-ups and segments.
+  void set_groups(const std::vector<Placed>& groups);
+  void warm(int calls);
+  SegmentReport segment(const SegmentSpec& spec);
+  Outputs last_outputs();
+
+  // SIGSTOP / SIGCONT of the contestant and every process it started.
+  void freeze();
+  void thaw();
+
+  pid_t pid() const { return pid_; }
+  const Json& info() const { return info_; }
+
+ private:
+  Json request(Json req, const std::vector<int>& fds = {});
+  Outputs take_outputs(const Json& reply);
+  [[noreturn]] void died(const std::string& what);
+
+  RankPeers& referee_;
+  ContestantOptions opts_;
+  pid_t pid_ = -1;
+  std::unique_ptr<ControlChannel> ch_;
+  std::map<int, std::shared_ptr<SharedRegion>> slots_;
+  std::shared_ptr<SharedRegion> out_region_;
+  Json info_ = Json::object();
+  bool frozen_ = false;
+};
+
+// The candidate's side of the timing, run by the contestant.
+class ContestantSide final : public TimedSide {
+ public:
+  explicit ContestantSide(ContestantClient& c) : c_(c) {}
+  void prepare(const Inputs& inputs, int groups) override;
+  void warm(int calls) override;
+  SegmentReport segment(const SegmentSpec& spec) override;
+  Outputs last_outputs() override;
+  Inputs last_inputs() override { return last_placed().views; }
+  const Placed& last_placed() const;
+  void pause() override { c_.freeze(); }
+  void resume() override { c_.thaw(); }
+  const RefereeAccount* account() const override { return &acc_; }
+
+ private:
+  // Times one request into the account.
+  template <typename F>
+  auto timed(int64_t calls, F f);
+  ContestantClient& c_;
+  RefereeAccount acc_;
+  std::vector<Placed> groups_;
+  size_t next_ = 0;  // the contestant's rotation, mirrored (LocalSide)
+};
+
+}  // namespace pkb

@@ -26,11 +26,12 @@ t0=$(date +%s)
 rc=$?
 fail=0
 if [ "$privileged" = 1 ]; then
-  expected_8=correct expected_9=correct
+  expected_8=correct expected_9=correct expected_13=output_mismatch expected_18=correct
   if [ "$rc" != 1 ]; then echo "FAIL: pkb exited $rc, expected 1 (driver alive, some not correct)"; cat "$dir/run.txt"; fail=1; fi
 else
   # Not root: sample 8 kills the driver (SIGKILL: 137); what was written stays.
-  expected_8=runtime_error expected_9=forbidden_api
+  # Samples 13 and 18 kill and stop their referee (NOTE [referee and contestant]).
+  expected_8=runtime_error expected_9=forbidden_api expected_13=runtime_error expected_18=timeout
   if [ "$rc" != 137 ]; then echo "FAIL: pkb exited $rc, expected 137 (killed by sample 8)"; fail=1; fi
   python3 "$here/check_results.py" "$out" --count 8 || fail=1
   "$pkb" "${args[@]}" --resume >"$dir/resume.txt" 2>&1
@@ -39,16 +40,59 @@ else
 fi
 t1=$(date +%s)
 echo "attacks at np=$np: $((t1 - t0)) s"
-python3 "$here/check_results.py" "$out" --count 12 \
+python3 "$here/check_results.py" "$out" --count 21 \
   --expect 0=output_mismatch --expect 1=output_mismatch --expect 2=output_mismatch \
   --expect 3=output_mismatch --reason "3=input 'tensor'" \
   --expect 4=forbidden_api --reason "4=dispatcher" \
   --expect 5=forbidden_api --reason "5=dl_iterate_phdr" \
   --expect 6=forbidden_api --reason "6=/proc/self/maps" \
   --expect 7=correct --expect 8=$expected_8 --expect 9=$expected_9 \
-  --expect 10=runtime_error --reason "10=rank 1: exited with status 0" \
+  --expect 10=runtime_error --reason "10=exited with status 0" \
   --expect 11=timeout --reason "11=deadline" \
+  --expect 12=output_mismatch --expect 13=$expected_13 \
+  --expect 14=runtime_error --reason "14=out of protocol" \
+  --expect 15=timing_anomaly --reason "15=referee" \
+  --expect 16=output_mismatch --expect 17=correct --expect 18=$expected_18 \
+  --expect 19=correct --expect 20=correct \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
+# What the attacks of issue 21 saw from inside (their notes in $dir/pids).
+python3 - "$dir/pids" "$privileged" "$out" <<'PY' || fail=1
+import glob, json, os, sys
+d, privileged, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
+notes = {os.path.basename(p): open(p).read().strip() for p in glob.glob(d + "/*.*")}
+def of(kind):
+    return [v for k, v in notes.items() if k.rsplit(".", 1)[0].rstrip("0123456789") == kind]
+bad = 0
+def check(cond, what):
+    global bad
+    print(("ok   " if cond else "FAIL ") + what)
+    bad |= not cond
+forges = of("forge")
+check(bool(forges), f"sample 12/13 forged results: {sorted(set(forges))}")
+check(bool(of("fds")), f"sample 14 wrote to fds: {of('fds')}")
+check(of("clock") and all(v == "patched" for v in of("clock")), f"sample 15 patched its clock: {of('clock')}")
+check(bool(of("store")) and all("store_reply" in v for v in of("store")), "sample 16 wrote keys through its proxy store")
+if privileged:
+    check(all(v != "written" for v in forges), "as the worker user no forged result was written")
+    check(all(v != "killed" for v in of("kill")), f"sample 13 could not kill its referee: {of('kill')}")
+    check(all(v != "stopped" for v in of("stop")), f"sample 18 could not stop its referee: {of('stop')}")
+    nets = of("net")
+    check(bool(nets) and all(v.endswith("connected 0") for v in nets), f"sample 17 reached no port: {nets}")
+    traces = of("trace")
+    check(bool(traces) and all("attached" not in v and "mem opened" not in v for v in traces),
+          f"sample 19 could not trace its referee: {traces}")
+recs = {r["sample"]: r for r in map(json.loads, open(out))}
+# Sample 20's burner threads: its contestants were stopped while the reference
+# was timed, and used no CPU time meanwhile (the kernel's account).
+stops = [c["contestant"].get("stopped", {}) for c in recs[20].get("contestants", [])]
+check(len(stops) == len(recs[20].get("contestants", [])) > 0 and all(s.get("times", 0) > 0 for s in stops),
+      f"sample 20's contestants were stopped: {stops}")
+check(all(s.get("cpu_s", 1) <= 0.05 + 0.05 * s.get("wall_s", 0) for s in stops),
+      "sample 20's burner threads used no CPU time while stopped")
+ref = lambda s: recs[s].get("times", {}).get("reference_us", 0)
+print(f"info: reference median with sample 20's burners {ref(20):.0f} us, beside sample 7 {ref(7):.0f} us")
+sys.exit(1 if bad else 0)
+PY
 [ -n "$(ls "$dir/pids")" ] || { echo "FAIL: sample 7 left no pid file (did it run?)"; fail=1; }
 # Cheap hangs and early exits: the hang costs about the phase floor, the exit
 # much less (process wall seconds in the records).

@@ -11,6 +11,7 @@
 #include "common/build_info.h"
 #include "driver/launcher.h"
 #include "driver/phase_watch.h"
+#include "worker/worker.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -143,10 +144,18 @@ EvalResult run_evaluation(const EvalRequest& req) {
     Json rj = read_json_file(req.eval_dir + "/rank_" + std::to_string(r) + ".json");
     res.ranks.push_back(rj);
     std::string prefix = "rank " + std::to_string(r) + ": ";
-    if (rj.contains("outcome")) {
+    // NOTE [referee and contestant]: a result counts only from a referee
+    // that ended by itself with one of its own codes. One killed or stopped
+    // (by its contestant, when they share a user) may have left a file its
+    // contestant wrote.
+    const bool referee_ended_well =
+        e.exited && (e.exit_code == kWorkerExitOk || e.exit_code == kWorkerExitCandidateFailed ||
+                     e.exit_code == kWorkerExitHarnessError);
+    if (rj.contains("outcome") && referee_ended_well) {
       consider(outcome_from_name(rj["outcome"].get<std::string>()), r, prefix + rj.value("reason", ""));
       continue;
     }
+    if (rj.contains("outcome")) res.process["ranks"].back()["result_ignored"] = "its process did not end by itself";
     // No result file: judge by how the process ended.
     if (e.signal && !e.killed_by_harness) {
       consider(Outcome::kRuntimeError, r,

@@ -119,6 +119,12 @@ Json base_record(const RunSettings& s, const PlanItem& item) {
 namespace {
 
 void add_times(Json& r, const EvalResult& e, const Topology& topo) {
+  // NOTE [referee and contestant]: each rank's contestant (pid, user,
+  // isolation, how long it was stopped and what it used meanwhile).
+  Json contestants = Json::array();
+  for (const auto& rj : e.ranks)
+    if (rj.contains("contestant")) contestants.push_back({{"rank", rj.value("rank", -1)}, {"contestant", rj["contestant"]}});
+  if (!contestants.empty()) r["contestants"] = contestants;
   double ref = 0, cand = 0, ref_med = 0, cand_med = 0;
   Json per_rank = Json::array();
   Cost cost;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "pkb/check.h"
@@ -56,6 +57,30 @@ std::set<pid_t> descendants(pid_t root) {
     closedir(d);
   }
   return out;
+}
+
+// User + system CPU seconds of these processes (from /proc, the kernel's
+// account: nothing the contestant can write).
+double cpu_seconds(const std::set<pid_t>& pids) {
+  static const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double s = 0;
+  for (pid_t p : pids) {
+    std::ifstream f("/proc/" + std::to_string(p) + "/stat");
+    std::string line;
+    if (!std::getline(f, line)) continue;
+    size_t rp = line.rfind(')');
+    if (rp == std::string::npos) continue;
+    std::istringstream rest(line.substr(rp + 2));
+    std::string field;
+    unsigned long long ut = 0, st = 0;
+    // Fields 3.. after the name: state is 3, utime 14, stime 15.
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14) ut = std::stoull(field);
+      if (i == 15) st = std::stoull(field);
+    }
+    s += (ut + st) / tick;
+  }
+  return s;
 }
 
 std::string status_text(int st) {
@@ -189,6 +214,9 @@ Json ContestantClient::request(Json req, const std::vector<int>& fds) {
     }
   } catch (const ChannelClosed&) {
     died("during '" + op + "'");
+  } catch (const ChannelGarbage& e) {
+    throw ContestantFailure{Outcome::kRuntimeError,
+                            "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
   } catch (const nlohmann::json::exception& e) {
     throw ContestantFailure{Outcome::kRuntimeError,
                             "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
@@ -285,12 +313,25 @@ void ContestantClient::freeze() {
     if (!any) break;
   }
   frozen_ = true;
+  ++freezes_;
+  frozen_at_ = Clock::now();
+  cpu_at_freeze_s_ = cpu_seconds(stopped);
 }
 
 void ContestantClient::thaw() {
   if (!frozen_) return;
-  for (pid_t p : descendants(getpid())) kill(p, SIGCONT);
+  std::set<pid_t> all = descendants(getpid());
+  frozen_cpu_s_ += std::max(0.0, cpu_seconds(all) - cpu_at_freeze_s_);
+  frozen_wall_s_ += std::chrono::duration<double>(Clock::now() - frozen_at_).count();
+  for (pid_t p : all) kill(p, SIGCONT);
   frozen_ = false;
+}
+
+Json ContestantClient::info() const {
+  Json j = info_;
+  if (freezes_)
+    j["stopped"] = {{"times", freezes_}, {"wall_s", frozen_wall_s_}, {"cpu_s", frozen_cpu_s_}};
+  return j;
 }
 
 void ContestantSide::prepare(const Inputs& inputs, int groups) {

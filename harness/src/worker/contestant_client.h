@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -70,7 +71,10 @@ class ContestantClient {
   void thaw();
 
   pid_t pid() const { return pid_; }
-  const Json& info() const { return info_; }
+  // Its set-up (pid, uid, isolation) and, once it has been stopped, how long
+  // and how much CPU time its processes used meanwhile (none, when the stop
+  // holds: NOTE [timing protocol], step 5).
+  Json info() const;
 
  private:
   Json request(Json req, const std::vector<int>& fds = {});
@@ -85,6 +89,9 @@ class ContestantClient {
   std::shared_ptr<SharedRegion> out_region_;
   Json info_ = Json::object();
   bool frozen_ = false;
+  double frozen_wall_s_ = 0, frozen_cpu_s_ = 0, cpu_at_freeze_s_ = 0;
+  int freezes_ = 0;
+  std::chrono::steady_clock::time_point frozen_at_;
 };
 
 // The candidate's side of the timing, run by the contestant.

@@ -90,10 +90,11 @@ bool ControlChannel::recv(Json* msg, std::vector<int>* fds, int timeout_ms) {
       else close(f);
     }
   }
-  PKB_CHECK(!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)), "control message truncated");
+  if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) throw ChannelGarbage("a truncated control message");
   body.resize(static_cast<size_t>(n));
   Json j = Json::parse(body, nullptr, false);
-  PKB_CHECK(!j.is_discarded() && j.is_object(), "malformed control message");
+  if (j.is_discarded() || !j.is_object())
+    throw ChannelGarbage("a control message that is not a JSON object (" + std::to_string(n) + " bytes)");
   *msg = std::move(j);
   return true;
 }

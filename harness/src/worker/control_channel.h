@@ -38,5 +38,9 @@ class ControlChannel {
 struct ChannelClosed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The peer sent something that is not a message of the protocol.
+struct ChannelGarbage : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace pkb

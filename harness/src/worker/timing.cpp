@@ -182,6 +182,8 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
   st.anomaly = s.wall_us > opts.wall_ratio * s.span_us + opts.wall_slack_us * s.segments;
   if (acc && acc->calls > 0) {
     st.referee_wall_us = acc->wall_us / acc->calls;
+    st.referee_calls = acc->calls;
+    st.referee_requests = acc->requests;
     const double per_request = opts.cpu ? kRefereeRequestAllowanceUsCpu : kRefereeRequestAllowanceUs;
     st.referee_allowance_us =
         kRefereeCallAllowanceUs + (acc->requests * per_request + acc->host_sync_segments * kHeadStartUs) / acc->calls;
@@ -333,7 +335,8 @@ Json to_json(const TimingStats& s) {
               {"wall_us", s.wall_us}, {"anomaly", s.anomaly},
               {"host_sync", s.host_sync}, {"gate_timeouts", s.gate_timeouts},
               {"referee_wall_us", s.referee_wall_us < 0 ? Json(nullptr) : Json(s.referee_wall_us)},
-              {"referee_allowance_us", s.referee_allowance_us}, {"referee_anomaly", s.referee_anomaly}};
+              {"referee_allowance_us", s.referee_allowance_us}, {"referee_anomaly", s.referee_anomaly},
+              {"referee_calls", s.referee_calls}, {"referee_requests", s.referee_requests}};
 }
 
 double cache_bytes_for(const at::Device& device) {

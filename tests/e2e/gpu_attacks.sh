@@ -26,13 +26,36 @@ else
   "$pkb" "${args[@]}" --resume >"$dir/resume.txt" 2>&1
   [ $? = 1 ] || { echo "FAIL: --resume did not finish with exit 1"; cat "$dir/resume.txt"; fail=1; }
 fi
-python3 "$here/check_results.py" "$out" --count 10 \
+python3 "$here/check_results.py" "$out" --count 14 \
   --expect 0=output_mismatch --expect 1=output_mismatch --expect 2=output_mismatch \
   --expect 3=output_mismatch --reason "3=input 'tensor'" \
   --expect 4=forbidden_api --reason "4=dispatcher" \
   --expect 5=correct --expect 6=$e6 --expect 7=$e7 \
   --expect 8=runtime_error --reason "8=exited with status 0" \
   --expect 9=timeout --reason "9=deadline" \
+  --expect 10=output_mismatch --expect 11=runtime_error --reason "11=out of protocol" \
+  --expect 12=timing_anomaly --expect 13=correct \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
+# The attacks of issue 21 from inside (notes in $dir/pids) and the account of
+# sample 13's stopped contestants (NOTE [referee and contestant]).
+python3 - "$dir/pids" "$out" <<'PY' || fail=1
+import glob, json, os, sys
+d, out = sys.argv[1], sys.argv[2]
+notes = {os.path.basename(p): open(p).read().strip() for p in glob.glob(d + "/*.*")}
+of = lambda kind: [v for k, v in notes.items() if k.rsplit(".", 1)[0] == kind]
+recs = {r["sample"]: r for r in map(json.loads, open(out))}
+bad = 0
+def check(cond, what):
+    global bad
+    print(("ok   " if cond else "FAIL ") + what)
+    bad |= not cond
+check(bool(of("forge")) and all(v != "written" for v in of("forge")), f"sample 10 wrote no result: {of('forge')}")
+check(bool(of("fds")), f"sample 11 wrote to fds: {of('fds')}")
+check(bool(of("timer")) and all(v == "patched" for v in of("timer")), f"sample 12 patched its timer: {of('timer')}")
+stops = [c["contestant"].get("stopped", {}) for c in recs[13].get("contestants", [])]
+check(bool(stops) and all(s.get("times", 0) > 0 and s.get("cpu_s", 1) <= 0.05 + 0.05 * s.get("wall_s", 0) for s in stops),
+      f"sample 13's burner threads were stopped and used no CPU time meanwhile: {stops}")
+sys.exit(1 if bad else 0)
+PY
 [ -n "$(ls "$dir/pids")" ] || { echo "FAIL: sample 5 left no pid file (did it run?)"; fail=1; }
 exit $fail

@@ -1,5 +1,7 @@
 #include "driver/launcher.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -116,7 +118,13 @@ LaunchResult launch_and_wait(const LaunchSpec& spec) {
       bool abnormal = !(e.exited && e.exit_code == kWorkerExitOk) || e.missing_result;
       if (abnormal && !e.killed_by_harness && res.first_failed_rank < 0) {
         res.first_failed_rank = r;
-        double grace = e.missing_result ? spec.grace_after_missing_result_s : spec.grace_after_failure_s;
+        // A rank whose candidate failed has told its peers through the store;
+        // a peer still running after a second is stuck on it (a contestant
+        // waiting for the dead one in a barrier its referee serves).
+        double grace = e.missing_result ? spec.grace_after_missing_result_s
+                       : e.exited && e.exit_code == kWorkerExitCandidateFailed
+                           ? std::min(1.0, spec.grace_after_failure_s)
+                           : spec.grace_after_failure_s;
         if (term_at < 0 || since(t0) + grace < term_at) term_at = since(t0) + grace;
       }
       pids[r] = -1;

@@ -91,7 +91,7 @@ std::string status_text(int st) {
 
 }  // namespace
 
-ContestantClient::ContestantClient(RankPeers& referee, ContestantOptions o) : referee_(referee), opts_(std::move(o)) {
+ContestantClient::ContestantClient(ContestantOptions o) : opts_(std::move(o)) {
   // Orphans of the contestant become this process's children, so freeze()
   // finds them (and the driver, the next subreaper up, reaps them last).
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -142,12 +142,21 @@ ContestantClient::ContestantClient(RankPeers& referee, ContestantOptions o) : re
               {"uid", opts_.uid},
               {"gid", opts_.gid},
               {"isolate_net", opts_.isolate_net}};
+  ch_->send(req);
+}
+
+void ContestantClient::ready(RankPeers& referee) {
+  referee_ = &referee;
   // Set-up runs no candidate code: a failure here is the harness's.
   Json reply;
   try {
-    reply = request(req);
-  } catch (const ContestantFailure& f) {
-    PKB_CHECK(false, "the contestant's set-up failed: ", f.reason);
+    for (;;) {
+      ch_->recv(&reply, nullptr);
+      if (!reply.contains("store")) break;
+      ch_->send(serve_store_request(reply, referee_->store()));
+    }
+  } catch (const std::exception& e) {
+    PKB_CHECK(false, "the contestant's set-up failed: ", e.what());
   }
   PKB_CHECK(!reply.contains("error"), "the contestant's set-up failed: ", reply.value("error", std::string()));
   info_ = {{"pid", static_cast<int>(pid_)}, {"uid", reply.value("uid", -1)}, {"isolation", reply.value("isolation", Json())}};
@@ -184,7 +193,8 @@ Json ContestantClient::request(Json req, const std::vector<int>& fds) {
       ch_->recv(&msg, &got);
       if (msg.contains("store")) {
         for (int f : got) close(f);
-        ch_->send(serve_store_request(msg, referee_.store()));
+        PKB_CHECK(referee_, "the contestant asked for its store before it was ready");
+        ch_->send(serve_store_request(msg, referee_->store()));
         continue;
       }
       if (msg.contains("new_region")) {

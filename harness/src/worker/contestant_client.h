@@ -49,7 +49,11 @@ struct ContestantOptions {
 
 class ContestantClient {
  public:
-  ContestantClient(RankPeers& referee, ContestantOptions o);  // starts and sets it up
+  // Starts it and sends its set-up, without waiting: it loads torch (and
+  // makes its CUDA context) while the referee sets itself up.
+  explicit ContestantClient(ContestantOptions o);
+  // Waits for its set-up; from here on its store requests go to `referee`'s store.
+  void ready(RankPeers& referee);
   ~ContestantClient();
   ContestantClient(const ContestantClient&) = delete;
   ContestantClient& operator=(const ContestantClient&) = delete;
@@ -81,7 +85,7 @@ class ContestantClient {
   Outputs take_outputs(const Json& reply);
   [[noreturn]] void died(const std::string& what);
 
-  RankPeers& referee_;
+  RankPeers* referee_ = nullptr;
   ContestantOptions opts_;
   pid_t pid_ = -1;
   std::unique_ptr<ControlChannel> ch_;

@@ -184,7 +184,7 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
     st.referee_wall_us = acc->wall_us / acc->calls;
     st.referee_calls = acc->calls;
     st.referee_requests = acc->requests;
-    const double per_request = opts.cpu ? kRefereeRequestAllowanceUsCpu : kRefereeRequestAllowanceUs;
+    const double per_request = opts.cpu || opts.shared_gpu ? kRefereeRequestAllowanceUsCpu : kRefereeRequestAllowanceUs;
     st.referee_allowance_us =
         kRefereeCallAllowanceUs + (acc->requests * per_request + acc->host_sync_segments * kHeadStartUs) / acc->calls;
     st.referee_anomaly = st.referee_wall_us > opts.wall_ratio * st.mean_us + st.referee_allowance_us;
@@ -274,6 +274,7 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
   PKB_CHECK(opts.iters >= 1 && opts.rounds >= 1 && opts.warmup >= 0, "bad timing options");
   TimingOptions o = opts;
   o.cpu = peers.device().is_cpu();
+  o.shared_gpu = peers.shared_gpu();
   TimingResult res;
   res.input_bytes = tensor_bytes(inputs);
   res.groups = input_groups_for(res.input_bytes, opts.cache_bytes);
@@ -289,7 +290,11 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
   };
   // A full warm-up of both sides first, so that no segment pays for first
   // use (module loading, allocator growth, clocks ramping up).
-  for (TimedSide* s : {&cand, &ref}) run(*s, [&] { s->warm(opts.warmup); });
+  for (TimedSide* s : {&cand, &ref})
+    run(*s, [&] {
+      peers.store_barrier(std::string("timing/warm_") + (s == &cand ? "c" : "r"));
+      s->warm(opts.warmup);
+    });
   const int rounds = std::min(opts.rounds, opts.iters);
   const int segment_calls = (opts.iters + rounds - 1) / rounds;
   Tally c, r;
@@ -303,6 +308,9 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
     if (k % 2) std::swap(order[0], order[1]);
     for (auto [side, tally] : order)
       run(*side, [&] {
+        // The referees meet before every request of a contestant's (step
+        // 5): its referee's clock then holds no wait for a slower rank.
+        peers.store_barrier("timing/" + std::to_string(k) + (side == &cand ? "c" : "r") + "/warm");
         side->warm(warm);
         SegmentSpec spec;
         spec.iters = iters;

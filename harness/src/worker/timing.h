@@ -55,7 +55,8 @@
 //     exceeds wall_ratio x (every call x the claimed mean) plus the
 //     allowance (kRefereeCallAllowanceUs per call for the host's enqueue and
 //     launch, kRefereeRequestAllowanceUs per request for the channel's round
-//     trip and the sync (kRefereeRequestAllowanceUsCpu on CPU), and the 2 ms head start of each `host_sync`
+//     trip and the sync (kRefereeRequestAllowanceUsCpu on CPU and with
+//     ranks sharing a GPU), and the 2 ms head start of each `host_sync`
 //     segment), the candidate is `timing_anomaly`: the events it wrote
 //     itself cannot claim less time than its referee saw pass. The reference
 //     is timed while the contestant and everything it started are stopped
@@ -87,7 +88,8 @@ struct TimingOptions {
   // priming segment, and a timed one.
   double probe_gate_ms = 200;
   double segment_gate_ms = 2000;
-  bool cpu = false;  // set by time_alternating from the device
+  bool cpu = false;         // set by time_alternating from the device
+  bool shared_gpu = false;  // and from the placement
 };
 
 struct TimingStats {
@@ -123,9 +125,10 @@ using TimedFn = std::function<Outputs(const Inputs&)>;
 // NOTE [timing protocol], step 5: the referee's allowance for a contestant's
 // requests (the control channel's round trip, the sync) and calls (the host's
 // enqueue and launch).
-// On CPU the contestant and its referee share cores with every other rank
-// (context switches, not the device, dominate a round trip), and CPU times
-// are never speed results (they only must not flag honest candidates).
+// On CPU, and with ranks sharing a GPU, the contestant and its referee share
+// cores or the GPU's time slices with every other rank (those, not the
+// device, dominate a round trip), and the times are never speed results
+// (they only must not flag honest candidates): the larger allowance.
 inline constexpr double kRefereeRequestAllowanceUs = 3000;
 inline constexpr double kRefereeRequestAllowanceUsCpu = 50000;
 inline constexpr double kRefereeCallAllowanceUs = 25;

@@ -109,6 +109,7 @@ class RankRun {
  private:
   void setup() {
     phase("setup");
+    spawn_contestant();
     DistributedOptions o;
     o.rank = rank_;
     o.world = world_;
@@ -156,15 +157,17 @@ class RankRun {
     }
   }
 
-  // NOTE [referee and contestant]: set up before anything of the candidate
-  // is loaded; the contestant drops to the worker user, this process stays.
-  void start_contestant() {
-    phase("contestant");
+  // NOTE [referee and contestant]: started first, so that it loads torch
+  // (and makes its CUDA context) while this process sets itself up; it drops
+  // to the worker user, this process stays as it is.
+  void spawn_contestant() {
+    std::string cand = job_.j.value("candidate", "reference");
+    if (job_.mode() != "eval" || cand == "reference" || cand.rfind("audit:", 0) == 0) return;
     ContestantOptions o;
     o.rank = rank_;
     o.world = world_;
-    o.device = dist_->device();
-    o.shared_gpu = dist_->shared_gpu();
+    o.device = job_.device();
+    o.shared_gpu = job_.shared_gpu();
     o.topology = job_.j.value("topology", Json::object());
     o.uid = job_.j.value("contestant_uid", -1);
     o.gid = job_.j.value("contestant_gid", -1);
@@ -175,7 +178,13 @@ class RankRun {
       // process or open its /proc files (memory, file descriptors).
       prctl(PR_SET_DUMPABLE, 0);
     }
-    contestant_ = std::make_unique<ContestantClient>(*dist_, o);
+    contestant_ = std::make_unique<ContestantClient>(o);
+  }
+
+  void start_contestant() {
+    phase("contestant");
+    PKB_CHECK(contestant_, "no contestant was started");
+    contestant_->ready(*dist_);
     result_["contestant"] = contestant_->info();
   }
 

@@ -22,35 +22,52 @@
 //    process.strays_killed.
 //  - Hangs and early exits: NOTE [phase deadlines] (driver/phase_watch.h) and
 //    the launcher's result-file check.
+//  - The verdict, the record and the times (NOTE [referee and contestant],
+//    worker/contestant.h): each rank is two processes. The candidate runs in
+//    the contestant, which holds no store connection, no result or job file
+//    and no mapping of the referee's memory; the referee (which loads the
+//    problem, draws the inputs, runs and times the reference, compares, and
+//    writes rank_<r>.json) trusts nothing the contestant says beyond its
+//    outputs and its claimed event times, which it checks against its own
+//    clock (NOTE [timing protocol], step 5). The reference is timed while
+//    the contestant's processes are stopped. A result file counts only from
+//    a referee that ended by itself.
 //  - The driver and the results file. The driver is not dumpable
 //    (PR_SET_DUMPABLE 0: no /proc/<driver>/fd, environ, mem for other
-//    processes of its user). When pkb runs as root, each worker drops to an
-//    unprivileged user (nobody; --worker-user) after its set-up and before
-//    the candidate is loaded: it cannot signal the driver, open its files, or
-//    write the results file; its evaluation directory is the only one it can
-//    write, and each finished evaluation's directory becomes root's, 0700.
-//    The candidate's .so is copied there first (the cache under /root is not
-//    readable to nobody), and on GPU the libraries torch loads on first use
-//    (cuDNN's sub-libraries, cuFFT, NVRTC, ...) are loaded before the drop
-//    (worker/sandbox.h). Measured on the GPU (resolve_worker_user below);
-//    should a GPU problem fail as nobody, --worker-user '' keeps root (and
-//    loses this defence).
-//    When pkb does not run as root, workers run as the driver's user: a
-//    candidate can still kill the driver (kill(getppid()), kill(-1)) and open
-//    files by path. Then: the results file is checked after every evaluation
-//    (inode, size and ctime, which no one can set back) and rewritten from the
-//    driver's own copy when anything else touched it, and that evaluation's
-//    record becomes forbidden_api ("wrote the results file"); a driver killed
-//    loses nothing already written (each record is one write plus fsync), and
-//    `--resume` continues, recording the evaluation that was in flight
-//    (<out>.inflight) as runtime_error instead of running it again.
-// Not defended: a candidate runs inside its worker's address space, so it can
-// rewrite that worker's verdict or its rank_<r>.json (the per-rank results are
-// as trustworthy as the process that wrote them); it can reach the network
-// and other users' world-writable files; on GPU a kernel can scribble on its
-// peers' memory through the symmetric buffers (that is the interface);
-// timing can be gamed within what the wall-clock cross-check allows
-// (NOTE [timing protocol]); without root, killing the driver is only
+//    processes of its user). When pkb runs as root, the referees stay root
+//    and each contestant drops to an unprivileged user (nobody;
+//    --worker-user) after its set-up and before the candidate is loaded, in a
+//    network namespace of its own: it cannot signal, trace or read the
+//    referee or the driver, open their files, write the evaluation directory
+//    (0711 while it runs: it may only pass through to its own folder,
+//    contestant/, where a copy of the candidate lies, since the cache under
+//    /root is not readable to nobody), or reach the store or any port. On
+//    GPU the libraries torch loads on first use are loaded before the drop
+//    (worker/sandbox.h). Measured on the GPU (resolve_worker_user below).
+//    When pkb does not run as root, contestants run as the driver's user,
+//    the referee is not dumpable (its memory and file descriptors are closed
+//    to them), and what still holds is this: a candidate can kill or stop
+//    its referee (its rank then has no result: runtime_error, or timeout when
+//    stopped; a result file it wrote meanwhile is ignored), kill the driver
+//    (kill(getppid()) of its referee's parent), open files by path (a
+//    rank_<r>.json it writes is replaced by the referee's own, written after
+//    the contestant has ended), and reach the store over the loopback (its
+//    keys decide nothing it can forge without speaking c10d's protocol: not
+//    defended). Then: the results file is checked after every evaluation
+//    (inode, size and ctime, which no one can set back) and rewritten from
+//    the driver's own copy when anything else touched it, and that
+//    evaluation's record becomes forbidden_api ("wrote the results file"); a
+//    driver killed loses nothing already written (each record is one write
+//    plus fsync), and `--resume` continues, recording the evaluation that was
+//    in flight (<out>.inflight) as runtime_error instead of running it again.
+// Not defended: the candidate's own outputs and timing claims are its to
+// compute (integrity trials and the referee's clock bound what a fake gains,
+// within the allowance of NOTE [timing protocol], step 5); it can reach
+// other users' world-writable files; on GPU a kernel can scribble on its
+// peers' memory through the symmetric buffers (that is the interface), and a
+// kernel it left running keeps running while the reference is timed (the
+// contestant's processes are stopped, its GPU work is not: no probe of the
+// device between the segments yet); without root, killing the driver is only
 // recovered from, not prevented; processes a candidate gets started outside
 // its tree (a daemon asked to spawn one) are not contained.
 #pragma once

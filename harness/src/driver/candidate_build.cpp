@@ -211,7 +211,9 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   if (is_response_file(source)) {
     auto code = extract_candidate(src);
     if (!code) {
-      res.log = "the response has no fenced ```cuda or ```cpp code block (the last such block is the candidate)";
+      res.log = "no code in the response (it has no complete fenced ```cuda or ```cpp block; the last such block "
+                "is the candidate)";
+      res.no_code = true;
       return res;
     }
     src = code->code;

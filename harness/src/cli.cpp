@@ -212,6 +212,7 @@ Cli make_cli() {
   add_merge(app, cli, std::make_shared<MergeOptions>());
   add_try(app, cli);
   add_agent(app, cli);
+  add_generate(app, cli);
   add_calibrate(app, cli, std::make_shared<CalibrateOptions>());
 
   auto job = std::make_shared<std::string>();

@@ -82,4 +82,40 @@ void add_agent(CLI::App& app, Cli& cli) {
   a->callback([&cli, o] { cli.action = [o] { return cmd_agent(*o); }; });
 }
 
+void add_generate(CLI::App& app, Cli& cli) {
+  auto o = std::make_shared<GenerateOptions>();
+  auto* g = app.add_subcommand(
+      "generate", "Ask a model (an OpenAI-compatible chat-completions endpoint) for candidates: pkb prompt's task "
+                  "per problem and sample, the replies written as pkb run --solutions DIR reads them");
+  g->add_option("--problems", o->problems, "Selection, as for run --problems")->required();
+  g->add_option("--model", o->model, "The model name the endpoint serves")->required();
+  g->add_option("--endpoint", o->endpoint,
+                "Base URL (https://api.openai.com/v1, http://127.0.0.1:8000/v1) or the full .../chat/completions")
+      ->required();
+  g->add_option("--samples", o->samples, "Samples per problem (sample_0 ... sample_K-1)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  g->add_option("--temperature", o->temperature, "Sampling temperature (default: not sent, the endpoint's default)")
+      ->check(CLI::Range(0.0, 10.0));
+  g->add_option("--max-tokens", o->max_tokens, "max_tokens per reply (default: not sent)")->check(CLI::Range(1, 10000000));
+  g->add_option("--concurrency", o->concurrency, "Requests in flight")->check(CLI::Range(1, 256))->capture_default_str();
+  g->add_option("--out", o->out, "The folder (new or empty, or one to continue with --resume)")->required();
+  g->add_flag("--resume", o->resume, "Continue --out: request only the samples it lacks (README, Evaluating a new model)");
+  g->add_option("--api-key-env", o->api_key_env,
+                "The environment variable holding the API key (never a flag or a file); unset: no Authorization")
+      ->capture_default_str();
+  g->add_option("--request-timeout", o->request_timeout_s, "Seconds per request before it is abandoned and retried")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  g->add_option("--retries", o->retries, "Retries per request after 429, 5xx, timeouts and transport errors")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  g->add_option("--device", o->device,
+                "cuda: sample_K.cu; cpu: sample_K.cpp for pkb run --device cpu, with a CPU-mode note in the prompt")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  g->add_option("--topology", o->topology, "The machine the prompt describes (as for pkb prompt)")->capture_default_str();
+  g->callback([&cli, o] { cli.action = [o] { return cmd_generate(*o); }; });
+}
+
 }  // namespace pkb

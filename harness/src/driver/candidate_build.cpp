@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "driver/response_extract.h"
@@ -179,6 +182,19 @@ std::pair<std::string, std::string> command_flags(bool use_nvcc, const Candidate
 
 }  // namespace
 
+namespace {
+
+std::mutex& build_lock(const std::string& key) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<std::mutex>> locks;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<std::mutex>& m = locks[key];
+  if (!m) m = std::make_unique<std::mutex>();
+  return *m;
+}
+
+}  // namespace
+
 std::string candidate_cache_key(const std::string& source_text, bool use_nvcc, const CandidateToolchain& tc,
                                 const std::string& compiler_version) {
   // NOTE [candidate cache key]
@@ -211,7 +227,9 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   if (is_response_file(source)) {
     auto code = extract_candidate(src);
     if (!code) {
-      res.log = "the response has no fenced ```cuda or ```cpp code block (the last such block is the candidate)";
+      res.log = "no code in the response (it has no complete fenced ```cuda or ```cpp block; the last such block "
+                "is the candidate)";
+      res.no_code = true;
       return res;
     }
     src = code->code;
@@ -229,6 +247,11 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   int st = 0;
   std::string version = run_command(shell_quote(compiler) + " --version", &st);
   res.key = candidate_cache_key(src, use_nvcc, tc, version);
+  // Candidates of the same content (samples of one model often are) share a
+  // cache folder: their builds in this process take turns, or one's copy of
+  // the source is truncated while the other's compiler reads it (an empty,
+  // entry-less .so: load_error). The second then finds the cached object.
+  std::lock_guard<std::mutex> same_content(build_lock(res.key));
   std::string dir = cache_dir() + "/" + res.key;
   res.so_path = dir + "/candidate.so";
   std::string log_path = dir + "/build.log";

@@ -29,6 +29,7 @@ struct BuildResult {
   bool cached = false;
   std::string so_path;
   std::string log;  // compiler diagnostics (trimmed)
+  bool no_code = false;  // a raw response without a code block: nothing was compiled (log says why)
   std::string key;
   double seconds = 0;
 };

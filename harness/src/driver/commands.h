@@ -20,5 +20,6 @@ int cmd_merge(const MergeOptions& opts);
 int cmd_try(const TryOptions& opts);
 int cmd_agent(const AgentOptions& opts);
 int cmd_calibrate(const CalibrateOptions& opts);
+int cmd_generate(const GenerateOptions& opts);
 
 }  // namespace pkb

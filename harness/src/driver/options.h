@@ -117,4 +117,24 @@ struct AgentOptions {
   bool resume = false;  // continue --out (NOTE [agent resume])
 };
 
+// `pkb generate`: one chat-completions request per problem and sample, the
+// replies written where `pkb run --solutions DIR` finds them
+// (driver/generate_command.cpp).
+struct GenerateOptions {
+  std::string problems;
+  std::string model;
+  std::string endpoint;          // base URL (.../v1) or the full .../chat/completions
+  int samples = 1;
+  double temperature = -1;       // < 0: not sent (the endpoint's default)
+  int max_tokens = 0;            // 0: not sent
+  int concurrency = 4;           // requests in flight
+  std::string out;               // DIR
+  bool resume = false;           // request only the samples DIR lacks (NOTE [generate resume])
+  std::string api_key_env = "OPENAI_API_KEY";
+  double request_timeout_s = 600;
+  int retries = 5;               // NOTE [generate retries]
+  std::string device = "cuda";   // cuda: sample_K.cu; cpu: sample_K.cpp and a CPU-mode note in the prompt
+  std::string topology = "h100_sxm_8";  // the machine the prompt describes, as for pkb prompt
+};
+
 }  // namespace pkb

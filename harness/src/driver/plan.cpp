@@ -49,11 +49,17 @@ std::vector<std::pair<int, std::string>> find_candidates(const std::string& dir,
       std::string ext = n.substr(dot), num = n.substr(7, dot - 7);
       auto exts = extensions(device);
       if (std::find(exts.begin(), exts.end(), ext) == exts.end()) continue;
+      const std::string kResponse = ".response";  // pkb generate's raw reply (see plan.h)
+      if (ext == ".md" && num.size() > kResponse.size() && num.compare(num.size() - kResponse.size(), kResponse.size(), kResponse) == 0)
+        num.resize(num.size() - kResponse.size());
       if (num.empty() || !std::all_of(num.begin(), num.end(), ::isdigit)) continue;
       int k = std::stoi(num);
-      // Prefer the earlier extension when a sample exists twice.
+      // Prefer the earlier extension when a sample exists twice, and any
+      // other file of a sample to its .response.md.
       auto rank_of = [&](const std::string& path) {
-        return std::find(exts.begin(), exts.end(), path.substr(path.rfind('.'))) - exts.begin();
+        const bool response = path.size() > 12 && path.compare(path.size() - 12, 12, ".response.md") == 0;
+        return (std::find(exts.begin(), exts.end(), path.substr(path.rfind('.'))) - exts.begin()) +
+               (response ? static_cast<long>(exts.size()) : 0);
       };
       if (!found.count(k) || rank_of(sub + "/" + n) < rank_of(found[k])) found[k] = sub + "/" + n;
     }

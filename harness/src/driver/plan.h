@@ -17,7 +17,10 @@ struct PlanItem {
 
 // Candidates for `problem` in `dir`: <dir>/<NN>_<slug>/sample_<k>.<ext>, or
 // <dir>/<NN>_<slug>.<ext> as sample 0 (NN with or without a leading zero).
-// CPU mode takes .cpp files, the GPU path .cu and .cpp.
+// CPU mode takes .cpp files, the GPU path .cu and .cpp; both take raw
+// responses (.md, .txt). sample_<k>.response.md (pkb generate's raw reply,
+// NOTE [generate files]) is sample k when no other file of it exists: a reply
+// without code, which then builds as compile_error, "no code in the response".
 std::vector<std::pair<int, std::string>> find_candidates(const std::string& dir, const ProblemInfo& problem,
                                                          const std::string& device);
 

@@ -182,6 +182,8 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
   if (build) {
     r["build"] = {{"ok", build->ok}, {"cached", build->cached}, {"seconds", build->seconds}, {"key", build->key}};
     if (!build->log.empty()) r["build"]["log"] = build->log;
+    // As the published harness reports it: a compile failure, "no code in the response".
+    if (!build->ok && build->no_code) return finish(Outcome::kCompileError, build->log);
     if (!build->ok) return finish(Outcome::kCompileError, "compile failed:\n" + build->log);
     // Informative only: naming mechanisms never decides an outcome.
     try {

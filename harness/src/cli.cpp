@@ -112,6 +112,11 @@ void add_golden(CLI::App& app, Cli& cli, std::shared_ptr<GoldenOptions> o) {
   g->add_option("--out", o->out, "Write one JSONL record per replayed file (must not exist)");
   g->add_option("--timeout", o->timeout_s, "Seconds per problem")->check(CLI::PositiveNumber)->capture_default_str();
   g->add_option("--work-dir", o->work_dir, "Rank logs (default /tmp/pkb-golden-PID)");
+  g->add_option("--recorded-on", o->recorded_on,
+                "Device the fixtures were recorded on: cuda (../shared/golden) or cpu (../shared/golden-w4, -w8); "
+                "problems whose published tie order is the device's replay that device's order")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   g->callback([&cli, o] { cli.action = [o] { return cmd_golden(*o); }; });
 }
 

@@ -6,6 +6,7 @@
 // all-to-all token dispatcher (preprocess, permute, sort_chunks_by_idxs,
 // unpermute), step for step.
 #include "pkb/problem.h"
+#include "pkb/published_on.h"
 
 #include <cmath>
 
@@ -61,22 +62,30 @@ at::Tensor expert_forward(const at::Tensor& x, const pkb::Inputs& in) {
   return at::linear(gate * up, in.tensor(7), in.tensor(8));
 }
 
-// torch.topk over the 8 router probabilities. On CUDA the published op
-// itself. Its tie-break is part of the result: when the k-th and (k+1)-th
-// probabilities are equal in bfloat16, CUDA's topk keeps the values above the
-// k-th one and then the tied ones in ascending index order (its radix-select
-// gather), while the CPU topk may keep another index (recorded fixture, W = 2,
-// rank 0, token 115: experts 3 and 5 tie; CUDA kept 3, the CPU topk keeps 5,
-// and that token's output moves by 0.025). On the CPU a stable descending sort
-// cut at k selects the same set as CUDA. Only the set matters downstream (the
-// order of the k picks is summed away), so the two agree on the output.
-std::tuple<at::Tensor, at::Tensor> router_topk(const at::Tensor& probs, int64_t k) {
+// torch.topk over the 8 router probabilities. Its tie-break is part of the
+// result: when the k-th and (k+1)-th probabilities are equal in bfloat16,
+// CUDA's topk keeps the values above the k-th one and then the tied ones in
+// ascending index order (its radix-select gather), while the CPU topk may
+// keep another (in every tie measured, the higher) index (recorded fixture, W = 2, rank 0, token 115: experts 3 and
+// 5 tie; CUDA kept 3, the CPU topk keeps 5, and that token's output moves by
+// 0.025). The contract is CUDA's, on every device: on the CPU a stable
+// descending sort cut at k selects the same set. Only the set matters
+// downstream (the order of the k picks is summed away). A tie changes the
+// output only when the tied experts live on different ranks (each rank has
+// its own projections), which is why W = 8 (one expert per rank) meets it
+// most. `cpu_order`: the CPU topk itself, for replaying the Gloo recordings
+// (NOTE [recording device] in pkb/published_on.h).
+std::tuple<at::Tensor, at::Tensor> router_topk(const at::Tensor& probs, int64_t k, bool cpu_order) {
+  if (cpu_order) {
+    auto [values, indices] = at::topk(probs.cpu(), k, -1);
+    return {values.to(probs.device()), indices.to(probs.device())};
+  }
   if (probs.is_cuda()) return at::topk(probs, k, -1);
   auto [values, indices] = at::sort(probs, /*stable=*/true, /*dim=*/-1, /*descending=*/true);
   return {values.narrow(-1, 0, k).contiguous(), indices.narrow(-1, 0, k).contiguous()};
 }
 
-class FusedMoeFwd : public pkb::Problem {
+class FusedMoeFwd : public pkb::Problem, public pkb::PublishedOn {
  public:
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{31, "fused_moe_fwd",
@@ -124,6 +133,35 @@ class FusedMoeFwd : public pkb::Problem {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    return forward(comm, in, /*cpu_order=*/false);
+  }
+
+  pkb::Outputs published_on(const std::string& recorded_on, pkb::Context& ctx, pkb::Collectives& comm,
+                            const pkb::Inputs& in) const override {
+    return forward(comm, in, /*cpu_order=*/recorded_on == "cpu");
+  }
+
+  // Routing is data dependent; the model takes the mean load, R = 2M routed
+  // rows per rank, (W-1)/W of them remote. NVLink: the dispatch and the
+  // combine all-to-all each move (W-1)/W x 2M x N elements, plus the
+  // all-gather of 8 int64 counts from each of W-1 peers. HBM: hidden read,
+  // the R rows read by the experts and their R outputs written, the weights
+  // read (3 x 128 x N + biases), the output written. FLOPs: router 2·M·N·8,
+  // experts 3 x 2·R·N·128 plus the gate product, combine 2·R·N.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& h = in.tensor(0);
+    const double m = static_cast<double>(h.size(0)), n = static_cast<double>(h.size(1));
+    const double e = static_cast<double>(h.element_size()), w = world, r = 2.0 * m;
+    const double weights = 3.0 * kInterDim * n + 2.0 * kInterDim + n;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * r * n * e + (w - 1) * kNumExperts * 8.0;
+    c.hbm_bytes_per_rank = (m * n + 2.0 * r * n + weights + m * n) * e;
+    c.flops_per_rank = 2.0 * m * n * kNumExperts + 3.0 * 2.0 * r * n * kInterDim + r * kInterDim + 2.0 * r * n;
+    return c;
+  }
+
+ private:
+  pkb::Outputs forward(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) const {
     const int64_t world = comm.world_size(), rank = comm.rank();
     const at::Tensor& hidden_in = in.tensor(0);
     const int64_t num_experts = in.integer(9), top_k = in.integer(10);
@@ -133,7 +171,7 @@ class FusedMoeFwd : public pkb::Problem {
 
     // Router: one addmm, a bfloat16 softmax, top-k (not renormalised).
     at::Tensor logits = at::linear(hidden, in.tensor(1), in.tensor(2));
-    auto [routing_weights, selected] = router_topk(at::softmax(logits, -1), top_k);
+    auto [routing_weights, selected] = router_topk(at::softmax(logits, -1), top_k, cpu_order);
     at::Tensor expert_mask = at::one_hot(selected, num_experts).permute({2, 1, 0});  // (E, K, M) int64
 
     // _preprocess: split sizes from the per-expert counts, all-gathered.
@@ -184,25 +222,6 @@ class FusedMoeFwd : public pkb::Problem {
     at::Tensor out = at::zeros({num_tokens, hidden_dim}, tokens.options());
     out.scatter_add_(0, sorted_indices.unsqueeze(1).expand({-1, hidden_dim}), tokens);
     return {out};
-  }
-
-  // Routing is data dependent; the model takes the mean load, R = 2M routed
-  // rows per rank, (W-1)/W of them remote. NVLink: the dispatch and the
-  // combine all-to-all each move (W-1)/W x 2M x N elements, plus the
-  // all-gather of 8 int64 counts from each of W-1 peers. HBM: hidden read,
-  // the R rows read by the experts and their R outputs written, the weights
-  // read (3 x 128 x N + biases), the output written. FLOPs: router 2·M·N·8,
-  // experts 3 x 2·R·N·128 plus the gate product, combine 2·R·N.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& h = in.tensor(0);
-    const double m = static_cast<double>(h.size(0)), n = static_cast<double>(h.size(1));
-    const double e = static_cast<double>(h.element_size()), w = world, r = 2.0 * m;
-    const double weights = 3.0 * kInterDim * n + 2.0 * kInterDim + n;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * r * n * e + (w - 1) * kNumExperts * 8.0;
-    c.hbm_bytes_per_rank = (m * n + 2.0 * r * n + weights + m * n) * e;
-    c.flops_per_rank = 2.0 * m * n * kNumExperts + 3.0 * 2.0 * r * n * kInterDim + r * kInterDim + 2.0 * r * n;
-    return c;
   }
 };
 

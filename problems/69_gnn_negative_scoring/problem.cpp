@@ -2,13 +2,14 @@
 // all-gathered (variable sizes, done as an all-to-all of the local block
 // repeated W times), then each positive is ranked among its negatives.
 #include "pkb/problem.h"
+#include "pkb/published_on.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace {
 
-class GnnNegativeScoring : public pkb::Problem {
+class GnnNegativeScoring : public pkb::Problem, public pkb::PublishedOn {
  public:
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{69, "gnn_negative_scoring",
@@ -35,14 +36,12 @@ class GnnNegativeScoring : public pkb::Problem {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    at::Tensor pos = broadcast_data(comm, in.tensor(0));
-    at::Tensor neg = broadcast_data(comm, in.tensor(1));
-    at::Tensor scores = at::cat({pos.view({-1, 1}), neg}, 1);
-    // The published torch.sort(descending=True) is, for these row lengths on
-    // CUDA, stable: among equal sigmoids the positive (column 0) comes first.
-    // The C++ reference asks for that explicitly (see README).
-    at::Tensor indices = std::get<1>(at::sort(at::sigmoid(scores), /*stable=*/true, /*dim=*/1, /*descending=*/true));
-    return {at::nonzero(indices == 0).select(1, 1).reshape({-1}) + 1};
+    return ranking(comm, in, /*cpu_order=*/false);
+  }
+
+  pkb::Outputs published_on(const std::string& recorded_on, pkb::Context& ctx, pkb::Collectives& comm,
+                            const pkb::Inputs& in) const override {
+    return ranking(comm, in, /*cpu_order=*/recorded_on == "cpu");
   }
 
   // NVLink: each rank receives every other rank's block (Pr_s·(1+Nneg)·e
@@ -63,6 +62,22 @@ class GnnNegativeScoring : public pkb::Problem {
   }
 
  private:
+  // The published torch.sort(descending=True) is, for these row lengths on
+  // CUDA, stable: among equal sigmoids the positive (column 0) comes first.
+  // The C++ reference asks for that explicitly, on every device (see README).
+  // The CPU's unstable sort orders ties otherwise (the published code on the
+  // CPU moves 23 of the 129 rows of the W = 2 recording); `cpu_order` uses it,
+  // for replaying the Gloo recordings (NOTE [recording device] in pkb/published_on.h).
+  static pkb::Outputs ranking(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) {
+    at::Tensor pos = broadcast_data(comm, in.tensor(0));
+    at::Tensor neg = broadcast_data(comm, in.tensor(1));
+    at::Tensor scores = at::cat({pos.view({-1, 1}), neg}, 1);
+    at::Tensor sig = at::sigmoid(scores);
+    at::Tensor indices = cpu_order ? std::get<1>(at::sort(sig.cpu(), /*dim=*/1, /*descending=*/true)).to(sig.device())
+                                   : std::get<1>(at::sort(sig, /*stable=*/true, /*dim=*/1, /*descending=*/true));
+    return {at::nonzero(indices == 0).select(1, 1).reshape({-1}) + 1};
+  }
+
   static at::Tensor broadcast_data(pkb::Collectives& comm, const at::Tensor& data) {
     const int world = comm.world_size(), rank = comm.rank();
     if (world == 1) return data;

@@ -11,6 +11,7 @@
 // differed), so the reference takes the top-k as the first k of a stable
 // descending sort, on every device: the tie rule is part of the contract.
 #include "pkb/problem.h"
+#include "pkb/published_on.h"
 
 #include <algorithm>
 #include <tuple>
@@ -18,14 +19,22 @@
 
 namespace {
 
-std::pair<at::Tensor, at::Tensor> topk_with_labels(const at::Tensor& sim, const at::Tensor& labels, int64_t k) {
+// `cpu_order`: the published CPU topk itself, for replaying the Gloo
+// recordings (NOTE [recording device] in pkb/published_on.h).
+std::pair<at::Tensor, at::Tensor> topk_with_labels(const at::Tensor& sim, const at::Tensor& labels, int64_t k,
+                                                   bool cpu_order) {
+  if (cpu_order) {
+    auto [values, idx] = at::topk(sim.cpu(), k, 1, /*largest=*/true, /*sorted=*/true);
+    at::Tensor lab = at::gather(labels.cpu().expand({sim.size(0), -1}), 1, idx);
+    return {values.to(sim.device()), lab.to(sim.device())};
+  }
   auto [values, idx] = sim.sort(/*stable=*/true, 1, /*descending=*/true);
   idx = idx.narrow(1, 0, k);
   at::Tensor lab = at::gather(labels.expand({sim.size(0), -1}), 1, idx);
   return {values.narrow(1, 0, k).contiguous(), lab};
 }
 
-class DinoDistributedKnn : public pkb::Problem {
+class DinoDistributedKnn : public pkb::Problem, public pkb::PublishedOn {
  public:
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{79, "dinov2_distributed_knn",
@@ -67,6 +76,34 @@ class DinoDistributedKnn : public pkb::Problem {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
+    return knn(comm, in, /*cpu_order=*/false);
+  }
+
+  pkb::Outputs published_on(const std::string& recorded_on, pkb::Context& ctx, pkb::Collectives& comm,
+                            const pkb::Inputs& in) const override {
+    return knn(comm, in, /*cpu_order=*/recorded_on == "cpu");
+  }
+
+  // Q queries of D features (e bytes), Tn train rows, k candidates. NVLink:
+  // this rank receives the W-1 other query blocks (Q·D·e each) and, as an
+  // owner, W-1 candidate blocks (Q·k·(e + 8)). HBM: the train shard read
+  // once per owner (W·D·Tn·e) plus the queries and labels. FLOPs: the W
+  // similarity GEMMs, W·2·Q·D·Tn.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
+    const at::Tensor& test = in.tensor(0);
+    const at::Tensor& train_t = in.tensor(1);
+    const double q = static_cast<double>(test.size(0)), d = static_cast<double>(test.size(1));
+    const double tn = static_cast<double>(train_t.size(1)), k = static_cast<double>(in.integer(3));
+    const double e = static_cast<double>(test.element_size()), w = world;
+    pkb::Cost c;
+    c.nvlink_bytes_per_rank = (w - 1) * (q * d * e + q * k * (e + 8.0));
+    c.hbm_bytes_per_rank = w * (d * tn * e + q * d * e) + 8.0 * tn + q * k * (e + 8.0);
+    c.flops_per_rank = w * 2.0 * q * d * tn;
+    return c;
+  }
+
+ private:
+  static pkb::Outputs knn(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) {
     const at::Tensor& test = in.tensor(0);
     const at::Tensor& train_t = in.tensor(1);
     const at::Tensor& labels = in.tensor(2);
@@ -87,7 +124,7 @@ class DinoDistributedKnn : public pkb::Problem {
       }
       comm.broadcast(queries, owner);
       at::Tensor sim = at::matmul(queries, train_t);
-      auto [sims, labs] = topk_with_labels(sim, labels, k);
+      auto [sims, labs] = topk_with_labels(sim, labels, k, cpu_order);
       std::vector<at::Tensor> gs, gl;
       if (rank == owner) {
         for (int i = 0; i < world; ++i) {
@@ -97,27 +134,11 @@ class DinoDistributedKnn : public pkb::Problem {
       }
       comm.gather(sims, rank == owner ? &gs : nullptr, owner);
       comm.gather(labs, rank == owner ? &gl : nullptr, owner);
-      if (rank == owner) std::tie(result_sims, result_labels) = topk_with_labels(at::cat(gs, 1), at::cat(gl, 1), k);
+      if (rank == owner) {
+        std::tie(result_sims, result_labels) = topk_with_labels(at::cat(gs, 1), at::cat(gl, 1), k, cpu_order);
+      }
     }
     return {result_sims, result_labels};
-  }
-
-  // Q queries of D features (e bytes), Tn train rows, k candidates. NVLink:
-  // this rank receives the W-1 other query blocks (Q·D·e each) and, as an
-  // owner, W-1 candidate blocks (Q·k·(e + 8)). HBM: the train shard read
-  // once per owner (W·D·Tn·e) plus the queries and labels. FLOPs: the W
-  // similarity GEMMs, W·2·Q·D·Tn.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& test = in.tensor(0);
-    const at::Tensor& train_t = in.tensor(1);
-    const double q = static_cast<double>(test.size(0)), d = static_cast<double>(test.size(1));
-    const double tn = static_cast<double>(train_t.size(1)), k = static_cast<double>(in.integer(3));
-    const double e = static_cast<double>(test.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * (q * d * e + q * k * (e + 8.0));
-    c.hbm_bytes_per_rank = w * (d * tn * e + q * d * e) + 8.0 * tn + q * k * (e + 8.0);
-    c.flops_per_rank = w * 2.0 * q * d * tn;
-    return c;
   }
 };
 

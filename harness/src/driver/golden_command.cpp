@@ -84,7 +84,8 @@ int cmd_golden(const GoldenOptions& o) {
       req.timeout_s = o.timeout_s;
       req.eval_dir = work + "/" + p.folder_name() + "_" + stem;
       req.job = {{"mode", "golden"},       {"problem_lib", p.lib_path}, {"device", o.device},
-                 {"golden_files", set.files}, {"topology", to_json(topo)}};
+                 {"golden_files", set.files}, {"topology", to_json(topo)},
+                 {"recorded_on", o.recorded_on}};
       bool shared = false;
       if (o.device == "cuda") {
         GpuPlacement pl = place_ranks(set.world, gpus, o.ranks_per_gpu);
@@ -125,6 +126,7 @@ int cmd_golden(const GoldenOptions& o) {
                       {"trial", set.trial},
                       {"rank", r},
                       {"device", o.device},
+                      {"recorded_on", o.recorded_on},
                       {"shared_gpu", shared},
                       {"fixture", set.files[r]},
                       {"outcome", ok ? "match" : outcome},

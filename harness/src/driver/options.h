@@ -59,6 +59,7 @@ struct GoldenOptions {
   std::string out;
   double timeout_s = 120;
   std::string work_dir;
+  std::string recorded_on = "cuda";  // the device the fixtures were recorded on (NOTE [recording device])
 };
 
 struct ScoreOptions {

@@ -21,6 +21,7 @@
 #include "common/results.h"
 #include "common/topology_io.h"
 #include "driver/launcher.h"
+#include "pkb/published_on.h"
 #include "worker/calibrate.h"
 #include "worker/audit_candidates.h"
 #include "worker/compare.h"
@@ -494,7 +495,11 @@ class RankRun {
     result_["fixture"] = path;
     if (!g.notes.empty()) result_["notes"] = g.notes;
     Inputs in = to_device(g.inputs, dist_->device());
-    Outputs got = problem_->reference(*ctx_, dist_->collectives(), in);
+    // NOTE [recording device] in pkb/published_on.h.
+    const std::string recorded_on = job_.j.value("recorded_on", "cuda");
+    auto published = dynamic_cast<const PublishedOn*>(problem_.get());
+    Outputs got = published ? published->published_on(recorded_on, *ctx_, dist_->collectives(), in)
+                            : problem_->reference(*ctx_, dist_->collectives(), in);
     dist_->device_sync();
     Outputs want;
     for (const auto& t : g.outputs) want.push_back(t.to(dist_->device()));

@@ -24,6 +24,7 @@
 #include "worker/compare.h"
 #include "worker/distributed.h"
 #include "worker/integrity.h"
+#include "worker/memory_probe.h"
 #include "worker/nccl_guard.h"
 #include "worker/route_guard.h"
 #include "worker/sandbox.h"
@@ -102,6 +103,7 @@ class RankRun {
  private:
   void setup() {
     phase("setup");
+    memory_ = std::make_unique<MemoryProbe>(job_.device());  // NOTE [memory record]
     DistributedOptions o;
     o.rank = rank_;
     o.world = world_;
@@ -113,6 +115,7 @@ class RankRun {
     dist_ = std::make_unique<Distributed>(o);
     CandidateRoutes::set_group("pkb");  // the name Distributed registers the world group under
     ctx_ = std::make_unique<WorkerContext>(*dist_, topology_from_json(job_.j.value("topology", Json::object())));
+    memory_->set_publisher([this](const std::string& v) { dist_->store().set("pkb/memory/" + std::to_string(rank_), v); });
     problem_ = load_problem_plugin(job_.j.at("problem_lib").get<std::string>()).problem;
     tol_ = problem_->spec().tolerance;
     std::string why = problem_->check_world(world_);
@@ -290,15 +293,18 @@ class RankRun {
       Inputs inputs = draw(ts);
       if (t == 0) cost(inputs);
 
+      Inputs cand_in = inputs.clone();  // the harness's memory, before the candidate's phase (NOTE [OOM kills])
       phase(label + ": candidate");
-      Inputs cand_in = inputs.clone();
+      memory_->enter("candidate");
       Outputs got = candidate_call("t" + std::to_string(t) + "/cand", cand_in);
 
       phase(label + ": reference");
+      memory_->enter("reference");
       auto r0 = std::chrono::steady_clock::now();
       Inputs ref_in = inputs.clone();
       Outputs want = problem_->reference(*ctx_, dist_->collectives(), ref_in);
       dist_->device_sync();
+      memory_->enter("harness");
       // The fastest reference call so far: later trials shed first-call costs
       // (NCCL's lazy communicator set-up, allocator growth).
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
@@ -347,12 +353,15 @@ class RankRun {
         result_["refresh"] = {{"skipped", "rank " + std::to_string(r) + ": " + all[r]}};
         return;
       }
-    phase(label + ": candidate");
     Inputs snapshot = target.clone();
+    phase(label + ": candidate");
+    memory_->enter("candidate");
     Outputs got = candidate_call("refresh/cand", target);
     phase(label + ": reference");
+    memory_->enter("reference");
     Outputs want = problem_->reference(*ctx_, dist_->collectives(), snapshot);
     dist_->device_sync();
+    memory_->enter("harness");
     CompareResult cmp = compare_outputs(want, got, tol_, checked_outputs(want.size()));
     Json tj = to_json(cmp);
     tj["trial"] = index;
@@ -376,7 +385,9 @@ class RankRun {
     o.cache_bytes = cache_bytes_for(dist_->device());
     TimedFn cand = [&](const Inputs& in) { return run_candidate(in); };
     TimedFn ref = [&](const Inputs& in) { return problem_->reference(*ctx_, dist_->collectives(), in); };
+    memory_->enter("timing");
     TimingResult tr = time_alternating(*dist_, inputs, cand, ref, o);
+    memory_->enter("harness");
     Json tj;
     tj["groups"] = tr.groups;
     tj["input_bytes"] = tr.input_bytes;
@@ -462,6 +473,7 @@ class RankRun {
   }
 
   void write_result() {
+    if (memory_) result_["memory"] = memory_->finish();
     std::string dir = job_.j.at("result_dir").get<std::string>();
     write_file_atomic(dir + "/rank_" + std::to_string(rank_) + ".json", result_.dump(2), true);
   }
@@ -471,6 +483,7 @@ class RankRun {
   Json result_;
   std::unique_ptr<Distributed> dist_;
   std::unique_ptr<WorkerContext> ctx_;
+  std::unique_ptr<MemoryProbe> memory_;
   std::shared_ptr<Problem> problem_;
   Tolerance tol_;
   SolveFn solve_ = nullptr;

@@ -7,6 +7,7 @@
 #include "driver/launcher.h"
 #include "driver/memory_admission.h"
 #include "driver/memory_cgroup.h"
+#include "driver/report.h"
 
 namespace pkb {
 namespace {
@@ -157,6 +158,20 @@ TEST(MemoryRecord, SummaryTakesTheLargestPerSide) {
   EXPECT_EQ(record_device_peak_bytes(rec), -1);
   EXPECT_EQ(format_bytes(4 * kGiB + kGiB / 50), "4.02 GiB");
   EXPECT_EQ(format_bytes(512 << 20), "512 MiB");
+}
+
+TEST(MemoryRecord, SummaryNamesTheLargestPeak) {
+  auto rec = [](int id, const char* slug, int64_t peak) {
+    return Json{{"problem_id", id}, {"slug", slug}, {"outcome", "correct"}, {"world_size", 4},
+                {"memory", {{"host_peak_bytes", peak}}}};
+  };
+  std::string md = summary_markdown({rec(1, "allreduce", 300 << 20), rec(60, "physicsnemo_distributed_irfft", 4 * kGiB)}, {});
+  EXPECT_NE(md.find("largest memory peak of one rank: 4.00 GiB resident (60_physicsnemo_distributed_irfft, W=4)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(summary_markdown({Json{{"problem_id", 1}, {"slug", "allreduce"}, {"outcome", "correct"}}}, {})
+                .find("largest memory peak"),
+            std::string::npos);
 }
 
 }  // namespace

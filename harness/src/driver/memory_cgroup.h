@@ -32,7 +32,10 @@
 // be killed in, and turn its failure into a harness error that scores leave
 // out: so a harness-phase kill is the candidate's too when its calls left
 // more than kCandidateRetainedSlack resident (the worker's store key
-// pkb/memory/<rank>, NOTE [memory record]).
+// pkb/memory/<rank>, NOTE [memory record]). That key is in the store a
+// candidate can reach, so a hostile one can hide what it left (the kill is
+// then the harness's, as without the key); once the candidate runs in a
+// process of its own, the killed pid says whose memory it was.
 #pragma once
 
 #include <cstdint>

@@ -59,6 +59,15 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
                   "timeout; longer phases get 20x the reference's measured time on top")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  run->add_option("--memory-limit", o->memory_limit_gib,
+                  "GiB: each evaluation's ranks run in a memory cgroup of their own with this limit, all ranks "
+                  "together (root or a delegated cgroup; refused where none can be made)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--memory-wait", o->memory_wait_s,
+                  "Seconds an evaluation whose declared memory does not fit now waits for it before it is "
+                  "recorded as harness_error \"not enough memory\"")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   run->add_option("--worker-user", o->worker_user,
                   "When pkb runs as root, workers drop to this user before loading the candidate ('' keeps root; "
                   "auto: nobody)")
@@ -190,8 +199,17 @@ Cli make_cli() {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
 
-  app.add_subcommand("list", "List the problems this build knows")->callback([&cli] {
-    cli.action = [] { return cmd_list(); };
+  auto list_memory = std::make_shared<bool>(false);
+  auto list_results = std::make_shared<std::vector<std::string>>();
+  auto* list = app.add_subcommand("list", "List the problems this build knows");
+  list->add_flag("--memory", *list_memory,
+                 "Each problem's memory per rank: the declared estimate (cpu W=2, W=4 at 128x128; cuda W=1 at "
+                 "1024x1024) and the peaks measured in --results");
+  list->add_option("--results", *list_results, "Results files (JSONL) whose measured peaks --memory shows");
+  list->callback([&cli, list_memory, list_results] {
+    cli.action = [list_memory, list_results] {
+      return *list_memory ? cmd_list_memory(*list_results) : cmd_list();
+    };
   });
   auto show_id = std::make_shared<std::string>();
   auto* show = app.add_subcommand("show", "Show a problem's specification and README");

@@ -32,6 +32,15 @@ void add_eval_flags(CLI::App* c, RunOptions& o) {
   c->add_option("--timeout", o.timeout_s, "Seconds per evaluation before all its ranks are killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  c->add_option("--memory-limit", o.memory_limit_gib,
+                  "GiB: each evaluation's ranks run in a memory cgroup of their own with this limit, all ranks "
+                  "together (root or a delegated cgroup; refused where none can be made)")
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--memory-wait", o.memory_wait_s,
+                  "Seconds an evaluation whose declared memory does not fit now waits for it before it is "
+                  "recorded as harness_error \"not enough memory\"")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   c->add_option("--compile-timeout", o.compile_timeout_s, "Seconds per candidate compile")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -6,6 +6,7 @@
 // along the height, real part. Fixed sizes (2, 10, 720, 1440), independent of
 // the base shape.
 #include "pkb/integrity.h"
+#include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
 #include <cmath>
@@ -135,6 +136,17 @@ class PhysicsnemoDistributedIrfft : public pkb::Problem {
   }
 };
 
+// NOTE [memory admission]: every rank draws the whole field and spectrum and
+// the reference gathers the whole padded spectrum, so a rank's peak hardly
+// depends on W. Measured on CPU (VmHWM of the largest rank, reference run,
+// 1 trial): 1.53 GiB at W=2 untimed; 3.44 GiB at W=2 in the timing (one
+// input group per side); issue 26 saw 4.0 GB per rank at W=4 in the kernel's
+// OOM report. Declared: 4 GiB per rank on CPU; unknown (0) on a GPU.
+int64_t memory_estimate(int world, int64_t m, int64_t n, bool cuda) {
+  return cuda ? 0 : int64_t{4} << 30;
+}
+
 }  // namespace
 
+PKB_MEMORY_ESTIMATE(memory_estimate)
 PKB_PROBLEM(PhysicsnemoDistributedIrfft)

@@ -11,6 +11,7 @@
 // index_add) instead of 256 sparse bmm calls with a roll between them: the
 // published reference could not be recorded on CUDA (a sparse-tensor error),
 // and no sparse op runs here. The math is the same.
+#include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -286,6 +287,17 @@ class TorchharmonicsSphericalConvolution : public pkb::Problem {
   mutable std::map<std::pair<const pkb::Collectives*, std::vector<int64_t>>, pkb::Group> groups_;
 };
 
+// NOTE [memory admission]. Measured on CPU at 128x128 (the largest rank's
+// VmHWM, reference run, one trial): 2.70 GiB at W=2 timed, 0.85 GiB untimed,
+// 0.77 GiB at W=4 untimed; the timing's input groups (NOTE [timing protocol]:
+// up to 3x the last-level cache per side, 320 MiB there) make most of it.
+// Declared: 3 GiB per rank on CPU up to the measured 128x128 (larger:
+// unknown); unknown (0) on a GPU.
+int64_t memory_estimate(int world, int64_t m, int64_t n, bool cuda) {
+  return cuda || m * n > 128 * 128 ? 0 : int64_t{3} << 30;
+}
+
 }  // namespace
 
+PKB_MEMORY_ESTIMATE(memory_estimate)
 PKB_PROBLEM(TorchharmonicsSphericalConvolution)

@@ -4,6 +4,7 @@
 // the weights are all-gathered. As published, the caller's weight and P lists
 // are updated (their elements replaced); pkb's inputs are tensors, so the
 // reference writes the new values into the input tensors (see README).
+#include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -162,6 +163,16 @@ class DeepmdKalmanFilterOptimizer : public pkb::Problem {
   }
 };
 
+// NOTE [memory admission]: fixed shapes (8 blocks of a 1024x1024 float64 P,
+// 64 MiB of inputs per rank). Measured on CPU (the largest rank's VmHWM,
+// reference run, one trial): 0.89 GiB at W=2 untimed; timed, the ranks at
+// W=4 were OOM-killed under a 10 GiB limit for all four at 2.65 GiB on the
+// largest: the timing's input groups (NOTE [timing protocol]: up to 3x the
+// last-level cache per side, 320 MiB here) add about 2 GiB. Declared: 3 GiB
+// per rank on CPU; unknown (0) on a GPU.
+int64_t memory_estimate(int world, int64_t m, int64_t n, bool cuda) { return cuda ? 0 : int64_t{3} << 30; }
+
 }  // namespace
 
+PKB_MEMORY_ESTIMATE(memory_estimate)
 PKB_PROBLEM(DeepmdKalmanFilterOptimizer)

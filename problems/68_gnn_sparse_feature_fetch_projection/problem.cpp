@@ -2,6 +2,7 @@
 // shard of a 111 M-row embedding table holds them, the rows come back through
 // a second all-to-all, the original query order is restored, and the rows are
 // projected with a dense matrix (one bf16 GEMM).
+#include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -113,6 +114,23 @@ class GnnSparseFeatureFetchProjection : public pkb::Problem {
   }
 };
 
+// NOTE [memory admission]. CPU (the table 1000 times smaller): measured, the
+// largest rank's VmHWM in a reference run timed with one input group per
+// side, 2.39 GiB at W=2 and 2.20 GiB at W=4 (128x128): 2.5 GiB declared
+// while the query count stays at its floor (m/W <= 20000) and the table at
+// its 111 000 rows. GPU: from the code, not measured: the timing holds four
+// copies of a rank's table shard (the trial's inputs and the candidate's
+// clone, kept for the refresh, and one input group per side), 56.8 GB / W
+// each at n >= 256 (bf16, 256 wide; 128 wide below), plus 2 GiB; the
+// caching allocator's measured peak (pkb list --memory) should replace it.
+int64_t memory_estimate(int world, int64_t m, int64_t n, bool cuda) {
+  if (!cuda) return m <= kCpuTableRows && m / world <= 20000 ? int64_t{5} << 29 : 0;
+  const int64_t rows = round_up(std::max<int64_t>(kTableRows, m), world) / world;
+  const int64_t embed = n >= 256 ? 256 : 128;
+  return 4 * rows * embed * 2 + (int64_t{2} << 30);
+}
+
 }  // namespace
 
+PKB_MEMORY_ESTIMATE(memory_estimate)
 PKB_PROBLEM(GnnSparseFeatureFetchProjection)

@@ -4,6 +4,7 @@
 // (zeros at the image edges) and runs one bf16 conv2d (padding only along
 // the width). The conv is at::conv2d on the input dtype: cuDNN on GPU, the
 // faithful baseline; its bf16 rounding only cuDNN reproduces.
+#include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -91,6 +92,17 @@ class Conv2dBoundaryExchange : public pkb::Problem {
   }
 };
 
+// NOTE [memory admission]. Measured on CPU at 128x128 (the largest rank's
+// VmHWM, reference run, one trial): 2.33 GiB at W=2 timed, 0.66 GiB untimed,
+// 0.57 GiB at W=4 untimed; the timing's input groups (NOTE [timing protocol]:
+// up to 3x the last-level cache per side, 320 MiB there) make most of it.
+// Declared: 2.75 GiB per rank on CPU up to the measured 128x128 (larger:
+// unknown); unknown (0) on a GPU.
+int64_t memory_estimate(int world, int64_t m, int64_t n, bool cuda) {
+  return cuda || m * n > 128 * 128 ? 0 : int64_t{11} << 28;
+}
+
 }  // namespace
 
+PKB_MEMORY_ESTIMATE(memory_estimate)
 PKB_PROBLEM(Conv2dBoundaryExchange)

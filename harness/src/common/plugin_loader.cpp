@@ -44,6 +44,7 @@ LoadedProblem load_problem_plugin(const std::string& path) {
   LoadedProblem out;
   out.path = path;
   out.problem.reset(e->create());
+  out.memory_estimate = reinterpret_cast<MemoryEstimateFn>(dlsym(h, PKB_MEMORY_ESTIMATE_SYMBOL));
   return out;
 }
 

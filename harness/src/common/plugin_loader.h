@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 #include "pkb/solution.h"
 
@@ -23,6 +24,7 @@ class LoadError : public Error {
 struct LoadedProblem {
   std::string path;
   std::shared_ptr<Problem> problem;
+  MemoryEstimateFn memory_estimate = nullptr;  // PKB_MEMORY_ESTIMATE, when the problem declares one
 };
 
 struct LoadedSolution {

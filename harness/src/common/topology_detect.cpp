@@ -84,6 +84,35 @@ DetectedMachine detect_machine() {
   return m;
 }
 
+std::vector<GpuMemory> gpu_memory_info() {
+  std::vector<GpuMemory> out;
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return out;
+  struct NvmlMemory {  // nvmlMemory_t
+    unsigned long long total, free, used;
+  };
+  Nvml n{};
+  int (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
+  if (!bind(lib, "nvmlInit_v2", &n.init) || !bind(lib, "nvmlShutdown", &n.shutdown) ||
+      !bind(lib, "nvmlDeviceGetCount_v2", &n.count) || !bind(lib, "nvmlDeviceGetHandleByIndex_v2", &n.handle) ||
+      !bind(lib, "nvmlDeviceGetMemoryInfo", &memory) || n.init() != 0)
+    return out;
+  unsigned count = 0;
+  n.count(&count);
+  for (unsigned i = 0; i < count; ++i) {
+    NvmlDevice d = nullptr;
+    NvmlMemory m{};
+    GpuMemory g;
+    if (n.handle(i, &d) == 0 && memory(d, &m) == 0) {
+      g.free_bytes = static_cast<int64_t>(m.free);
+      g.total_bytes = static_cast<int64_t>(m.total);
+    }
+    out.push_back(g);
+  }
+  n.shutdown();
+  return out;
+}
+
 Json to_json(const DetectedMachine& m) {
   Json j{{"ok", m.ok}, {"gpus", m.gpus}, {"nvlink_links", m.nvlink_links}, {"all_pairs_p2p", m.all_pairs_p2p}};
   if (!m.ok) j["why_not"] = m.why_not;

@@ -3,6 +3,7 @@
 // whether each pair can read the other's memory. No CUDA context is created.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,14 @@ struct DetectedMachine {
 
 DetectedMachine detect_machine();
 Json to_json(const DetectedMachine& m);
+
+// Each GPU's memory now, by index, from NVML (no CUDA context); empty when
+// NVML cannot be read.
+struct GpuMemory {
+  int64_t free_bytes = 0;
+  int64_t total_bytes = 0;
+};
+std::vector<GpuMemory> gpu_memory_info();
 
 // The topology/*.json whose GPU name and count match, or an empty name.
 std::string match_topology(const DetectedMachine& m, const std::string& source_dir);

@@ -8,6 +8,8 @@
 namespace pkb {
 
 int cmd_list();
+// `pkb list --memory`: declared estimates and measured peaks per rank (NOTE [memory record]).
+int cmd_list_memory(const std::vector<std::string>& results);
 int cmd_show(const std::string& problem);
 int cmd_run(const RunOptions& opts);
 int cmd_golden(const GoldenOptions& opts);

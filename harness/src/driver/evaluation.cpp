@@ -5,11 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <fstream>
 #include <thread>
 
 #include "common/build_info.h"
+#include "common/memory_record.h"
 #include "driver/launcher.h"
+#include "driver/memory_cgroup.h"
 #include "driver/phase_watch.h"
 #include "worker/worker.h"
 #include "pkb/check.h"
@@ -93,11 +97,50 @@ EvalResult run_evaluation(const EvalRequest& req) {
   for (int r = 0; r < req.world; ++r) spec.result_paths.push_back(req.eval_dir + "/rank_" + std::to_string(r) + ".json");
   PhaseWatch watch(*server, req.world, std::max(4 * req.phase_floor_s, 120.0));
   spec.watchdog = [&] { return watch.check(); };
+  // NOTE [OOM kills]: the ranks' own cgroup, the kernel log, or the driver's cgroup's counter.
+  static std::atomic<int> eval_seq{0};
+  auto cgroup = std::make_unique<EvalCgroup>("pkb-" + std::to_string(getpid()) + "-" + std::to_string(eval_seq++),
+                                             req.memory_limit_bytes);
+  PKB_CHECK(cgroup->ok() || req.memory_limit_bytes <= 0, "--memory-limit needs a memory cgroup of the evaluation's own: ",
+            cgroup->why_not());
+  spec.cgroup_procs = cgroup->procs_path();
+  const MemoryCgroup outer = cgroup->ok() ? MemoryCgroup{} : own_memory_cgroup();
+  const int64_t outer_kills_before = cgroup_oom_kills(outer);
+  KernelLogWatch kernel_log;
   open_eval_dir(req.eval_dir, wu);
   LaunchResult lr = launch_and_wait(spec);
   watch.check();  // the ranks' last phases, announced after the last poll
   // Whatever the ranks started, setsid() or not, is ours (subreaper): it goes.
   const int strays = kill_descendants();
+  const std::set<int>& log_oom = kernel_log.oom_killed();
+  const int64_t cgroup_kills = cgroup->ok() ? cgroup_oom_kills(cgroup->cgroup())
+                                            : (outer_kills_before >= 0 ? cgroup_oom_kills(outer) - outer_kills_before : -1);
+  const bool own_cgroup = cgroup->ok();  // only this evaluation's processes: a kill there is one of ours
+  res.memory = Json::object();
+  res.memory["oom_detection"] = cgroup->ok() ? "own cgroup v" + std::to_string(cgroup->cgroup().version)
+                                : outer.found ? "the driver's cgroup (" + cgroup->why_not() + ")"
+                                              : "none (" + cgroup->why_not() + ")";
+  res.memory["kernel_log"] = kernel_log.readable();
+  if (cgroup_kills >= 0) res.memory["oom_kills"] = cgroup_kills;
+  if (cgroup->ok()) {
+    res.memory["cgroup_peak_bytes"] = cgroup_peak_bytes(cgroup->cgroup());
+    if (req.memory_limit_bytes > 0) res.memory["cgroup_limit_bytes"] = req.memory_limit_bytes;
+  }
+  cgroup.reset();  // removed: its processes are gone
+  std::vector<int64_t> retained(req.world, -1);  // NOTE [OOM kills]: what the candidate's calls left resident
+  for (int r = 0; r < req.world; ++r) {
+    try {
+      const std::string key = "pkb/memory/" + std::to_string(r);
+      if (server->check({key})) {
+        auto v = server->get(key);
+        retained[r] = std::atoll(std::string(v.begin(), v.end()).c_str());
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  const bool candidate_is_harness = job.value("mode", "eval") != "eval" ||
+                                    job.value("candidate", "reference") == "reference" ||
+                                    job.value("candidate", "").rfind("audit:", 0) == 0;
   close_eval_dir(req.eval_dir, wu);
   server.reset();
   res.wall_s = lr.wall_s;
@@ -119,6 +162,8 @@ EvalResult run_evaluation(const EvalRequest& req) {
     std::string reason;
   };
   std::vector<RankOutcome> attributable;  // the candidate's failures, earliest outcome first
+  std::string oom_reason;  // the first rank the OOM killer ended in a harness phase
+  int oom_rank = -1;
   auto consider = [&](Outcome o, int rank, const std::string& reason) {
     if (o != Outcome::kHarnessError && o != Outcome::kCorrect) {
       auto it = attributable.begin();
@@ -139,6 +184,11 @@ EvalResult run_evaluation(const EvalRequest& req) {
     if (e.exited) pj["exit_code"] = e.exit_code;
     if (e.signal) pj["signal"] = signal_name(e.signal);
     pj["killed_by_harness"] = e.killed_by_harness;
+    // NOTE [OOM kills]: the log names the pid; without a log, the counter rose.
+    const bool oom = e.signal == SIGKILL && !e.killed_by_harness &&
+                     (log_oom.count(e.pid) || (own_cgroup && cgroup_kills > 0) ||
+                      (!kernel_log.readable() && cgroup_kills > 0));
+    if (oom) pj["oom_killed"] = true;
     res.process["ranks"].push_back(pj);
 
     Json rj = read_json_file(req.eval_dir + "/rank_" + std::to_string(r) + ".json");
@@ -157,7 +207,20 @@ EvalResult run_evaluation(const EvalRequest& req) {
     }
     if (rj.contains("outcome")) res.process["ranks"].back()["result_ignored"] = "its process did not end by itself";
     // No result file: judge by how the process ended.
-    if (e.signal && !e.killed_by_harness) {
+    if (oom) {
+      std::string evidence = log_oom.count(e.pid) ? "the kernel log names pid " + std::to_string(e.pid)
+                                                  : "the cgroup counted " + std::to_string(cgroup_kills) + " OOM kill(s)";
+      if (res.memory.contains("cgroup_limit_bytes"))
+        evidence += "; limit " + format_bytes(res.memory["cgroup_limit_bytes"].get<int64_t>()) + " for all ranks";
+      if (res.memory.contains("cgroup_peak_bytes"))
+        evidence += ", peak " + format_bytes(res.memory["cgroup_peak_bytes"].get<int64_t>());
+      OomVerdict v = oom_outcome(watch.phase_of(r), candidate_is_harness, retained[r], evidence);
+      consider(v.outcome, r, prefix + v.reason);
+      if (v.outcome == Outcome::kHarnessError && oom_reason.empty()) {
+        oom_reason = prefix + v.reason;
+        oom_rank = r;
+      }
+    } else if (e.signal && !e.killed_by_harness) {
       consider(Outcome::kRuntimeError, r,
                prefix + "killed by " + signal_name(e.signal) + "\n" + tail_of_file(log, 1500));
     } else if (e.killed_by_harness && lr.deadline_hit) {
@@ -186,6 +249,11 @@ EvalResult run_evaluation(const EvalRequest& req) {
     best = attributable.front().outcome;
     res.deciding_rank = attributable.front().rank;
     res.reason = attributable.front().reason;
+  }
+  // Peers of a rank the OOM killer ended report broken collectives: the OOM kill says why.
+  if (best == Outcome::kHarnessError && !oom_reason.empty()) {
+    res.deciding_rank = oom_rank;
+    res.reason = oom_reason;
   }
   res.outcome = any ? best : Outcome::kHarnessError;
   if (!any) res.reason = "no rank produced a result";

@@ -19,6 +19,7 @@ struct EvalRequest {
   double timeout_s = 300;
   double phase_floor_s = 30;  // NOTE [phase deadlines]
   WorkerUser worker_user;     // uid -1: workers keep the driver's user
+  int64_t memory_limit_bytes = 0;  // > 0: the ranks' cgroup limit, all ranks together (NOTE [OOM kills])
 };
 
 struct EvalResult {
@@ -27,6 +28,7 @@ struct EvalResult {
   int deciding_rank = -1;
   std::vector<Json> ranks;  // each rank's result (empty object when it left none)
   Json process;             // how each rank's process ended
+  Json memory;              // the evaluation's cgroup: peak, limit, OOM kills (NOTE [OOM kills])
   double wall_s = 0;
 };
 

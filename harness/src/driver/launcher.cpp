@@ -41,6 +41,14 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
     dup2(fd, 2);
     close(fd);
   }
+  if (!spec.cgroup_procs.empty()) {
+    // Before exec, so that the rank's whole footprint is charged there; when
+    // it cannot join, OOM kills are told apart less surely (NOTE [OOM kills]).
+    int cg = open(spec.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (cg < 0 || write(cg, "0", 1) != 1)
+      fprintf(stderr, "pkb: rank %d could not join %s: %s\n", rank, spec.cgroup_procs.c_str(), strerror(errno));
+    if (cg >= 0) close(cg);
+  }
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, 0);
   for (const auto& [k, v] : spec.env) setenv(k.c_str(), v.c_str(), 1);

@@ -35,6 +35,8 @@ struct LaunchSpec {
   // deadlines] in driver/phase_watch.h).
   std::function<std::string()> watchdog;
   double watchdog_period_s = 0.1;
+  // A cgroup's cgroup.procs each rank joins before exec (NOTE [OOM kills]).
+  std::string cgroup_procs;
 };
 
 struct RankExit {

@@ -24,6 +24,8 @@ struct RunOptions {
   bool keep_samples = false;     // per-iteration times in the per-rank timing records
   double timeout_s = 300;        // per evaluation, launch to last rank
   double phase_floor_s = 30;     // NOTE [phase deadlines]
+  double memory_limit_gib = 0;   // > 0: each evaluation's ranks together, a cgroup limit (NOTE [OOM kills])
+  double memory_wait_s = 600;    // NOTE [memory admission]
   std::string worker_user = "auto";  // when root: workers drop to it (resolve_worker_user; NOTE [untrusted candidates])
   double compile_timeout_s = 600;
   std::string out;               // results JSONL

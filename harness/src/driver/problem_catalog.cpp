@@ -35,6 +35,7 @@ ProblemCatalog ProblemCatalog::discover(const std::string& build_dir) {
     p.lib_path = dir + "/" + n;
     auto loaded = load_problem_plugin(p.lib_path);
     p.problem = loaded.problem;
+    p.memory_estimate = loaded.memory_estimate;
     p.spec = p.problem->spec();
     p.source_dir = sources.empty() ? "" : sources + "/problems/" + p.folder_name();
     c.problems_.push_back(std::move(p));

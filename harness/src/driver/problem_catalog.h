@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/selection.h"
+#include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
 namespace pkb {
@@ -16,7 +17,12 @@ struct ProblemInfo {
   std::string lib_path;    // the plugin
   std::string source_dir;  // problems/NN_slug in the source tree
   std::shared_ptr<Problem> problem;
+  MemoryEstimateFn memory_estimate = nullptr;  // pkb/memory_estimate.h
   std::string folder_name() const;  // "01_allreduce"
+  // The declared peak of one rank, bytes (0: none declared; NOTE [memory admission]).
+  int64_t memory_estimate_bytes(int world, int64_t m, int64_t n, bool cuda) const {
+    return memory_estimate ? memory_estimate(world, m, n, cuda) : 0;
+  }
 };
 
 class ProblemCatalog {

@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/memory_record.h"
 #include "driver/mechanisms.h"
 
 namespace pkb {
@@ -98,6 +99,23 @@ std::string summary_markdown(const std::vector<Json>& records, const std::vector
   }
   if (!skipped.empty()) os << "; " << skipped.size() << " skipped";
   os << "\n";
+  // NOTE [memory record]: the largest rank's peak, host and device.
+  const Json* host_max = nullptr;
+  const Json* dev_max = nullptr;
+  for (const auto& r : records) {
+    if (record_host_peak_bytes(r) > 0 && (!host_max || record_host_peak_bytes(r) > record_host_peak_bytes(*host_max)))
+      host_max = &r;
+    if (record_device_peak_bytes(r) > 0 &&
+        (!dev_max || record_device_peak_bytes(r) > record_device_peak_bytes(*dev_max)))
+      dev_max = &r;
+  }
+  if (host_max)
+    os << "\nlargest memory peak of one rank: " << format_bytes(record_host_peak_bytes(*host_max)) << " resident ("
+       << label(*host_max) << ", W=" << host_max->value("world_size", 0) << ")";
+  if (dev_max)
+    os << (host_max ? "; " : "\nlargest memory peak of one rank: ") << format_bytes(record_device_peak_bytes(*dev_max))
+       << " on the GPU (" << label(*dev_max) << ", caching allocator, reserved)";
+  if (host_max || dev_max) os << "\n";
   if (unmeasured)
     os << "\n" << kUnmeasuredMark
        << " timed on CPU or with ranks sharing a GPU: the times do not measure NVLink, so the speedup is no speed "

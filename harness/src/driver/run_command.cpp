@@ -14,6 +14,7 @@
 
 #include "common/build_info.h"
 #include "common/calibration.h"
+#include "common/memory_record.h"
 #include "common/outcome.h"
 #include "common/results.h"
 #include "common/selection.h"
@@ -25,6 +26,7 @@
 #include "driver/evaluation.h"
 #include "driver/gpu_placement.h"
 #include "driver/mechanisms.h"
+#include "driver/memory_admission.h"
 #include "driver/plan.h"
 #include "driver/report.h"
 #include "driver/results_guard.h"
@@ -197,8 +199,26 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
       return finish(Outcome::kForbiddenApi, ic.reason);
     }
   }
+  // NOTE [memory admission]: the declared peak, against what is free now.
+  MemoryNeed need;
+  need.per_rank_bytes = item.problem->memory_estimate_bytes(s.world, s.m, s.n, s.device == "cuda");
+  need.ranks = s.world;
+  need.cuda = s.device == "cuda";
+  need.gpu_of_rank = s.placement.gpu_of_rank;
+  need.limit_bytes = static_cast<int64_t>(s.opts.memory_limit_gib * (1 << 30));
+  AdmissionResult admission = admit_evaluation(need, s.opts.memory_wait_s);
+  if (need.per_rank_bytes > 0) {
+    Json a = {{"estimate_per_rank_bytes", need.per_rank_bytes}, {"waited_s", admission.waited_s},
+              {"alone", admission.alone}, {"pools", Json::array()}};
+    for (const auto& p : admission.pools)
+      a["pools"].push_back({{"name", p.name}, {"need_bytes", p.need_bytes}, {"available_bytes", p.have_bytes},
+                            {"capacity_bytes", p.capacity_bytes}, {"source", p.have_source}});
+    r["admission"] = a;
+  }
+  if (!admission.admitted) return finish(Outcome::kHarnessError, admission.reason);
   EvalRequest req;
   req.world = s.world;
+  req.memory_limit_bytes = need.limit_bytes;
   req.timeout_s = s.opts.timeout_s;
   req.phase_floor_s = s.opts.phase_floor_s;
   req.worker_user = s.worker_user;
@@ -224,6 +244,7 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
   r["deciding_rank"] = e.deciding_rank;
   r["logs"] = req.eval_dir;
   r["process"] = e.process;
+  r["memory"] = memory_summary(e.ranks, e.memory);  // NOTE [memory record]
   Json trials = Json::array();
   for (const auto& rj : e.ranks)
     if (rj.contains("trials")) trials.push_back({{"rank", rj.value("rank", -1)}, {"trials", rj["trials"]}});

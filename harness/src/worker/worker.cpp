@@ -28,6 +28,7 @@
 #include "worker/contestant_client.h"
 #include "worker/distributed.h"
 #include "worker/integrity.h"
+#include "worker/memory_probe.h"
 #include "worker/nccl_guard.h"
 #include "worker/route_guard.h"
 #include "worker/sandbox.h"
@@ -111,6 +112,7 @@ class RankRun {
   void setup() {
     phase("setup");
     spawn_contestant();
+    memory_ = std::make_unique<MemoryProbe>(job_.device());  // NOTE [memory record]
     DistributedOptions o;
     o.rank = rank_;
     o.world = world_;
@@ -122,6 +124,7 @@ class RankRun {
     dist_ = std::make_unique<Distributed>(o);
     CandidateRoutes::set_group("pkb");  // the name Distributed registers the world group under
     ctx_ = std::make_unique<WorkerContext>(*dist_, topology_from_json(job_.j.value("topology", Json::object())));
+    memory_->set_publisher([this](const std::string& v) { dist_->store().set("pkb/memory/" + std::to_string(rank_), v); });
     problem_ = load_problem_plugin(job_.j.at("problem_lib").get<std::string>()).problem;
     tol_ = problem_->spec().tolerance;
     std::string why = problem_->check_world(world_);
@@ -319,14 +322,17 @@ class RankRun {
       if (t == 0) cost(inputs);
 
       phase(label + ": candidate");
+      memory_->enter("candidate");
       Inputs cand_in;
       Outputs got = candidate_call("t" + std::to_string(t) + "/cand", inputs, &cand_in);
 
       phase(label + ": reference");
+      memory_->enter("reference");
       auto r0 = std::chrono::steady_clock::now();
       Inputs ref_in = inputs.clone();
       Outputs want = problem_->reference(*ctx_, dist_->collectives(), ref_in);
       dist_->device_sync();
+      memory_->enter("harness");
       // The fastest reference call so far: later trials shed first-call costs
       // (NCCL's lazy communicator set-up, allocator growth).
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
@@ -375,12 +381,15 @@ class RankRun {
         result_["refresh"] = {{"skipped", "rank " + std::to_string(r) + ": " + all[r]}};
         return;
       }
-    phase(label + ": candidate");
     Inputs snapshot = target.clone();
+    phase(label + ": candidate");
+    memory_->enter("candidate");
     Outputs got = refresh_call(target);
     phase(label + ": reference");
+    memory_->enter("reference");
     Outputs want = problem_->reference(*ctx_, dist_->collectives(), snapshot);
     dist_->device_sync();
+    memory_->enter("harness");
     CompareResult cmp = compare_outputs(want, got, tol_, checked_outputs(want.size()));
     Json tj = to_json(cmp);
     tj["trial"] = index;
@@ -439,11 +448,13 @@ class RankRun {
       cand = std::make_unique<LocalSide>(*dist_, [&](const Inputs& in) { return run_local_candidate(in); });
     }
     TimingResult tr;
+    memory_->enter("timing");
     try {
       tr = time_alternating(*dist_, inputs, *cand, ref, o);
     } catch (const ContestantFailure& f) {
       throw CandidateFailure{f.outcome, "while timed: " + f.reason};
     }
+    memory_->enter("harness");
     if (remote) last_placed_ = remote->last_placed();
     Json tj;
     tj["groups"] = tr.groups;
@@ -546,6 +557,7 @@ class RankRun {
   }
 
   void write_result() {
+    if (memory_) result_["memory"] = memory_->finish();
     std::string dir = job_.j.at("result_dir").get<std::string>();
     write_file_atomic(dir + "/rank_" + std::to_string(rank_) + ".json", result_.dump(2), true);
   }
@@ -555,6 +567,7 @@ class RankRun {
   Json result_;
   std::unique_ptr<Distributed> dist_;
   std::unique_ptr<WorkerContext> ctx_;
+  std::unique_ptr<MemoryProbe> memory_;
   std::shared_ptr<Problem> problem_;
   Tolerance tol_;
   std::unique_ptr<ContestantClient> contestant_;

@@ -339,6 +339,14 @@ void ContestantClient::thaw() {
 
 Json ContestantClient::info() const {
   Json j = info_;
+  // Its high-water mark of resident memory (the kernel's, from /proc): the
+  // candidate's own memory, apart from the referee's (NOTE [memory record]).
+  if (pid_ > 0) {
+    std::ifstream f("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("VmHWM:", 0) == 0) j["host_peak_bytes"] = std::stoll(line.substr(6)) * 1024;
+  }
   if (freezes_)
     j["stopped"] = {{"times", freezes_}, {"wall_s", frozen_wall_s_}, {"cpu_s", frozen_cpu_s_}};
   return j;

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_codes.h"  // kWorkerExit*: how a rank ended
+
 namespace pkb {
 
 struct LaunchSpec {
@@ -66,10 +68,6 @@ struct StoreSocket {
   int port = 0;
 };
 StoreSocket open_store_socket();
-
-// Exit codes a worker uses to say how it ended (anything else is abnormal).
-inline constexpr int kWorkerExitOk = 0;              // result file written
-inline constexpr int kWorkerExitCandidateFailed = 10;  // result written; peers may be stuck
 
 LaunchResult launch_and_wait(const LaunchSpec& spec);
 

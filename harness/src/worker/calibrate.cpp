@@ -26,8 +26,8 @@
 #include <functional>
 
 #include "common/calibration.h"
+#include "common/exit_codes.h"
 #include "common/outcome.h"
-#include "driver/launcher.h"
 #include "pkb/check.h"
 #include "worker/worker.h"
 

@@ -10,7 +10,7 @@
 
 namespace pkb {
 
-// Returns the worker's exit code (launcher.h / worker.h).
+// Returns the worker's exit code (common/exit_codes.h).
 int calibrate_worker(const Json& job, int rank, int world);
 
 }  // namespace pkb

@@ -15,12 +15,12 @@
 
 #include <sys/prctl.h>
 
+#include "common/exit_codes.h"
 #include "common/golden_fixture.h"
 #include "common/outcome.h"
 #include "common/plugin_loader.h"
 #include "common/results.h"
 #include "common/topology_io.h"
-#include "driver/launcher.h"
 #include "pkb/published_on.h"
 #include "worker/calibrate.h"
 #include "worker/audit_candidates.h"

@@ -5,10 +5,9 @@
 
 #include <string>
 
-namespace pkb {
+#include "common/exit_codes.h"  // what worker_main returns
 
-// Exit codes beyond launcher.h's kWorkerExitOk / kWorkerExitCandidateFailed.
-inline constexpr int kWorkerExitHarnessError = 3;
+namespace pkb {
 
 int worker_main(const std::string& job_path);
 

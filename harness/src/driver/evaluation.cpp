@@ -15,7 +15,6 @@
 #include "driver/launcher.h"
 #include "driver/memory_cgroup.h"
 #include "driver/phase_watch.h"
-#include "worker/worker.h"
 #include "pkb/check.h"
 
 namespace pkb {

@@ -29,7 +29,7 @@
 #include <torch/csrc/distributed/c10d/symm_mem/SymmetricMemory.hpp>
 #endif
 
-#include "worker/worker.h"
+#include "common/exit_codes.h"
 #include "common/outcome.h"
 #include "common/plugin_loader.h"
 #include "common/topology_io.h"

@@ -83,6 +83,29 @@ double cpu_seconds(const std::set<pid_t>& pids) {
   return s;
 }
 
+// The kernel's count of OOM kills in this process's memory cgroup (v1
+// memory.oom_control or v2 memory.events; -1 when unreadable). The
+// contestant is in its referee's cgroup (the evaluation's, NOTE [OOM kills]).
+int64_t own_cgroup_oom_kills() {
+  std::ifstream cg("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cg, line)) {
+    size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string ctl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    std::string file;
+    if (ctl == "memory") file = "/sys/fs/cgroup/memory" + path + "/memory.oom_control";
+    else if (ctl.empty()) file = "/sys/fs/cgroup" + path + "/memory.events";
+    else continue;
+    std::ifstream f(file);
+    std::string k;
+    int64_t v;
+    while (f >> k >> v)
+      if (k == "oom_kill") return v;
+  }
+  return -1;
+}
+
 std::string status_text(int st) {
   if (WIFEXITED(st)) return "exited with status " + std::to_string(WEXITSTATUS(st));
   if (WIFSIGNALED(st)) return std::string("killed by ") + strsignal(WTERMSIG(st));
@@ -131,6 +154,7 @@ ContestantClient::ContestantClient(ContestantOptions o) : opts_(std::move(o)) {
     _exit(127);
   }
   close(fds[1]);
+  oom_kills_at_start_ = own_cgroup_oom_kills();
   ch_ = std::make_unique<ControlChannel>(fds[0]);
   Json req = {{"op", "setup"},
               {"rank", opts_.rank},
@@ -177,6 +201,12 @@ ContestantClient::~ContestantClient() {
     if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::string how = r == pid_ ? status_text(st) : "closed its channel";
+  const int64_t kills = own_cgroup_oom_kills();
+  if (r == pid_ && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && kills > oom_kills_at_start_ && oom_kills_at_start_ >= 0)
+    throw ContestantFailure{Outcome::kRuntimeError,
+                            "out of memory while the candidate ran: the kernel's OOM killer killed the candidate's "
+                            "process " + what + " (the evaluation's cgroup counted " +
+                                std::to_string(kills - oom_kills_at_start_) + " kill(s))"};
   if (r == 0) kill(pid_, SIGKILL);
   else pid_ = -1;
   throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process " + how + " " + what};

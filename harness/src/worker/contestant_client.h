@@ -93,6 +93,7 @@ class ContestantClient {
   std::shared_ptr<SharedRegion> out_region_;
   Json info_ = Json::object();
   bool frozen_ = false;
+  int64_t oom_kills_at_start_ = -1;
   double frozen_wall_s_ = 0, frozen_cpu_s_ = 0, cpu_at_freeze_s_ = 0;
   int freezes_ = 0;
   std::chrono::steady_clock::time_point frozen_at_;

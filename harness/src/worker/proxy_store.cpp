@@ -1,5 +1,6 @@
 #include "worker/proxy_store.h"
 
+#include "common/hex.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -7,32 +8,6 @@ namespace pkb {
 namespace {
 
 constexpr const char* kContestantPrefix = "c/";
-
-std::string hex(const std::vector<uint8_t>& v) {
-  static const char* d = "0123456789abcdef";
-  std::string s(v.size() * 2, '0');
-  for (size_t i = 0; i < v.size(); ++i) {
-    s[2 * i] = d[v[i] >> 4];
-    s[2 * i + 1] = d[v[i] & 15];
-  }
-  return s;
-}
-
-std::vector<uint8_t> unhex(const std::string& s) {
-  auto val = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  PKB_CHECK(s.size() % 2 == 0, "odd hex length");
-  std::vector<uint8_t> v(s.size() / 2);
-  for (size_t i = 0; i < v.size(); ++i) {
-    int a = val(s[2 * i]), b = val(s[2 * i + 1]);
-    PKB_CHECK(a >= 0 && b >= 0, "bad hex digit");
-    v[i] = static_cast<uint8_t>(a * 16 + b);
-  }
-  return v;
-}
 
 std::vector<std::string> keys_of(const Json& j) {
   std::vector<std::string> k;
@@ -56,16 +31,16 @@ c10::intrusive_ptr<c10d::Store> ProxyStore::clone() {
   PKB_CHECK(false, "the contestant's store cannot be cloned");
 }
 void ProxyStore::set(const std::string& key, const std::vector<uint8_t>& value) {
-  call({{"store", "set"}, {"key", key}, {"value", hex(value)}});
+  call({{"store", "set"}, {"key", key}, {"value", to_hex(value)}});
 }
 std::vector<uint8_t> ProxyStore::compareSet(const std::string& key, const std::vector<uint8_t>& expected,
                                             const std::vector<uint8_t>& desired) {
-  return unhex(call({{"store", "compare_set"}, {"key", key}, {"expected", hex(expected)}, {"value", hex(desired)}})
+  return from_hex(call({{"store", "compare_set"}, {"key", key}, {"expected", to_hex(expected)}, {"value", to_hex(desired)}})
                    .at("value")
                    .get<std::string>());
 }
 std::vector<uint8_t> ProxyStore::get(const std::string& key) {
-  return unhex(call({{"store", "get"}, {"key", key}}).at("value").get<std::string>());
+  return from_hex(call({{"store", "get"}, {"key", key}}).at("value").get<std::string>());
 }
 int64_t ProxyStore::add(const std::string& key, int64_t value) {
   return call({{"store", "add"}, {"key", key}, {"delta", value}}).at("result").get<int64_t>();
@@ -88,12 +63,12 @@ Json serve_store_request(const Json& req, c10d::Store& store) {
     const std::string op = req.at("store").get<std::string>();
     auto key = [&] { return kContestantPrefix + req.at("key").get<std::string>(); };
     if (op == "set") {
-      store.set(key(), unhex(req.at("value").get<std::string>()));
+      store.set(key(), from_hex(req.at("value").get<std::string>()));
     } else if (op == "get") {
-      reply["value"] = hex(store.get(key()));
+      reply["value"] = to_hex(store.get(key()));
     } else if (op == "compare_set") {
-      reply["value"] = hex(store.compareSet(key(), unhex(req.at("expected").get<std::string>()),
-                                            unhex(req.at("value").get<std::string>())));
+      reply["value"] = to_hex(store.compareSet(key(), from_hex(req.at("expected").get<std::string>()),
+                                            from_hex(req.at("value").get<std::string>())));
     } else if (op == "add") {
       reply["result"] = store.add(key(), req.at("delta").get<int64_t>());
     } else if (op == "delete") {

@@ -17,30 +17,13 @@
 
 #include <vector>
 
+#include "common/hex.h"
 #include "pkb/check.h"
 #include "worker/symmetric.h"
 
 namespace pkb {
 
 namespace {
-
-std::string to_hex(const void* p, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char c = static_cast<const unsigned char*>(p)[i];
-    s += digits[c >> 4];
-    s += digits[c & 15];
-  }
-  return s;
-}
-
-void from_hex(const std::string& s, void* p, size_t n) {
-  PKB_CHECK(s.size() == 2 * n, "bad IPC handle of ", s.size(), " hex digits");
-  auto v = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (size_t i = 0; i < n; ++i)
-    static_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(v(s[2 * i]) * 16 + v(s[2 * i + 1]));
-}
 
 class IpcSymmetricBuffer final : public SymmetricBuffer {
  public:

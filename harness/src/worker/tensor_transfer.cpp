@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "common/hex.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -22,24 +23,6 @@ namespace {
 
 constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
-
-std::string to_hex(const void* p, size_t n) {
-  static const char* d = "0123456789abcdef";
-  std::string s(2 * n, '0');
-  for (size_t i = 0; i < n; ++i) {
-    unsigned char c = static_cast<const unsigned char*>(p)[i];
-    s[2 * i] = d[c >> 4];
-    s[2 * i + 1] = d[c & 15];
-  }
-  return s;
-}
-
-void from_hex(const std::string& s, void* p, size_t n) {
-  PKB_CHECK(s.size() == 2 * n, "bad handle length");
-  auto v = [](char c) -> int { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (size_t i = 0; i < n; ++i)
-    static_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(v(s[2 * i]) * 16 + v(s[2 * i + 1]));
-}
 
 // The storage a dense tensor with these sizes and strides spans.
 size_t span_bytes(const at::Tensor& t) {

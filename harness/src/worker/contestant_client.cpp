@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/process_tree.h"
 #include "pkb/check.h"
 #include "worker/proxy_store.h"
 
@@ -37,26 +38,10 @@ bool scrubbed(const std::string& kv) {
 }
 
 // Every process below `root` (this process is a child subreaper, so the
-// contestant's orphans are its children too), but not `self`.
+// contestant's orphans are its children too).
 std::set<pid_t> descendants(pid_t root) {
-  std::set<pid_t> out;
-  std::vector<pid_t> todo{root};
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
-    std::string dir = "/proc/" + std::to_string(p) + "/task";
-    DIR* d = opendir(dir.c_str());
-    if (!d) continue;
-    while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream f(dir + "/" + e->d_name + "/children");
-      pid_t c;
-      while (f >> c)
-        if (out.insert(c).second) todo.push_back(c);
-    }
-    closedir(d);
-  }
-  return out;
+  std::vector<pid_t> v = descendants_of(root);
+  return {v.begin(), v.end()};
 }
 
 // User + system CPU seconds of these processes (from /proc, the kernel's

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "common/error_text.h"
 #include "common/calibration.h"
 #include "common/exit_codes.h"
 #include "common/outcome.h"
@@ -44,11 +45,6 @@
 namespace pkb {
 
 namespace {
-
-std::string error_text(const std::exception& e) {
-  if (auto c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
-  return e.what();
-}
 
 void log_line(int rank, const std::string& s) {
   std::printf("[calibrate rank %d] %s\n", rank, s.c_str());

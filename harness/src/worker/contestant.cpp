@@ -29,6 +29,7 @@
 #include <torch/csrc/distributed/c10d/symm_mem/SymmetricMemory.hpp>
 #endif
 
+#include "common/error_text.h"
 #include "common/exit_codes.h"
 #include "common/outcome.h"
 #include "common/plugin_loader.h"
@@ -47,11 +48,6 @@
 namespace pkb {
 
 namespace {
-
-std::string error_text(const std::exception& e) {
-  if (auto c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
-  return e.what();
-}
 
 // The candidate failed; the reply says how (the referee decides what it is worth).
 struct CallFailure {

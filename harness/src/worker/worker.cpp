@@ -15,6 +15,7 @@
 
 #include <sys/prctl.h>
 
+#include "common/error_text.h"
 #include "common/exit_codes.h"
 #include "common/golden_fixture.h"
 #include "common/outcome.h"
@@ -38,12 +39,6 @@
 namespace pkb {
 
 namespace {
-
-// c10::Error's what() carries a C++ backtrace that buries the message.
-std::string error_text(const std::exception& e) {
-  if (auto c = dynamic_cast<const c10::Error*>(&e)) return c->what_without_backtrace();
-  return e.what();
-}
 
 // The candidate (not the harness) failed; carries the outcome it earns.
 struct CandidateFailure {

@@ -43,14 +43,8 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
                 "for comparison with published numbers");
   run->add_option("--base-shape", o->base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
   run->add_flag("--no-perf", o->no_perf, "Check correctness only; skip timing");
-  run->add_option("--warmup", o->warmup, "Warm-up iterations per side (default 500 on cuda, 10 on cpu)")
-      ->check(CLI::Range(0, 1000000));
-  run->add_option("--iters", o->iters, "Timed iterations per side (default 100 on cuda, 20 on cpu)")
-      ->check(CLI::Range(1, 1000000));
+  add_timing_flags(run, *o);
   run->add_flag("--keep-samples", o->keep_samples, "Record every timed iteration (per rank, in order) in the results");
-  run->add_option("--rounds", o->rounds, "Alternating reference/candidate rounds the iterations are split into")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
   run->add_option("--timeout", o->timeout_s, "Seconds per evaluation before all its ranks are killed (timeout)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -188,6 +182,34 @@ void add_calibrate(CLI::App& app, Cli& cli, std::shared_ptr<CalibrateOptions> o)
 }
 
 }  // namespace
+
+void add_timing_flags(CLI::App* c, RunOptions& o) {
+  c->add_option("--timing", o.timing,
+                  "fresh: new input contents for every timed call, outputs checked at random, adaptive stopping "
+                  "(--max-noise, --min-samples, --max-time); published: the published protocol (--warmup, "
+                  "--iters, --rounds) on copies of one draw")
+      ->check(CLI::IsMember({"fresh", "published"}))
+      ->capture_default_str();
+  c->add_option("--max-noise", o.max_noise_pct,
+                  "fresh: stop a side once its median's 95% confidence interval is within this many percent")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  c->add_option("--min-samples", o.min_samples, "fresh: timed calls per side at least")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  c->add_option("--max-time", o.max_time_s,
+                  "fresh: seconds per side (warm-up and timed segments, by the referee's clock) before it stops "
+                  "short of --max-noise")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_option("--warmup", o.warmup, "published: warm-up iterations per side (default 500 on cuda, 10 on cpu)")
+      ->check(CLI::Range(0, 1000000));
+  c->add_option("--iters", o.iters, "published: timed iterations per side (default 100 on cuda, 20 on cpu)")
+      ->check(CLI::Range(1, 1000000));
+  c->add_option("--rounds", o.rounds, "published: alternating reference/candidate rounds the iterations are split into")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+}
 
 Cli make_cli() {
   Cli cli;

@@ -18,4 +18,8 @@ struct Cli {
 // Builds the parser; after app->parse(), `action` runs what was asked.
 Cli make_cli();
 
+struct RunOptions;
+// --timing and its options (NOTE [fresh inputs]), for every command that times.
+void add_timing_flags(CLI::App* c, RunOptions& o);
+
 }  // namespace pkb

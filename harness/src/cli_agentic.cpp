@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli.h"
 #include "driver/commands.h"
 
 namespace pkb {
@@ -22,13 +23,7 @@ void add_eval_flags(CLI::App* c, RunOptions& o) {
       ->capture_default_str();
   c->add_option("--base-shape", o.base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
   c->add_flag("--no-perf", o.no_perf, "Check correctness only; skip timing");
-  c->add_option("--warmup", o.warmup, "Warm-up iterations per side (default 500 on cuda, 10 on cpu)")
-      ->check(CLI::Range(0, 1000000));
-  c->add_option("--iters", o.iters, "Timed iterations per side (default 100 on cuda, 20 on cpu)")
-      ->check(CLI::Range(1, 1000000));
-  c->add_option("--rounds", o.rounds, "Alternating reference/candidate rounds")
-      ->check(CLI::Range(1, 1000))
-      ->capture_default_str();
+  add_timing_flags(c, o);
   c->add_option("--timeout", o.timeout_s, "Seconds per evaluation before all its ranks are killed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -17,7 +17,7 @@ chmod 1777 "$dir/pids"
 chmod 755 "$dir"
 export PKB_ATTACK_DIR="$dir/pids"
 out="$dir/results.jsonl"
-args=(run --device cpu --nproc "$np" --problems 1 --solutions "$fixtures" --trials 2 --warmup 2 --iters 4
+args=(run --device cpu --nproc "$np" --problems 1 --solutions "$fixtures" --trials 2 --min-samples 4 --max-time 0.05
       --phase-floor 10 --timeout 120 --work-dir "$dir/work" --out "$out")
 privileged=$([ "$(id -u)" = 0 ] && echo 1 || echo 0)
 if [ "$same_user" = same-user ]; then args+=(--worker-user ""); privileged=0; fi

@@ -23,7 +23,7 @@ json_try() {
   if [ -n "${UPDATE:-}" ]; then cp "$dir/$name.json" "$here/golden/try_$name.json"; fi
   diff -u "$here/golden/try_$name.json" "$dir/$name.json" || { echo "FAIL: $name: verdict differs from golden/try_$name.json"; fail=1; }
 }
-json_try correct 0 -- "$pkb" try 1 "$cands/sample_0.cpp" "${common[@]}" --warmup 1 --iters 2 --rounds 1 --json --out "$dir/correct.jsonl"
+json_try correct 0 -- "$pkb" try 1 "$cands/sample_0.cpp" "${common[@]}" --min-samples 2 --max-time 0.05 --json --out "$dir/correct.jsonl"
 n=$(grep -c . "$dir/correct.jsonl")
 [ "$n" = 1 ] || { echo "FAIL: --out holds $n records, expected 1"; fail=1; }
 json_try output_mismatch 1 -- "$pkb" try 1 "$cands/sample_1.cpp" "${common[@]}" --json

@@ -18,6 +18,12 @@ struct RunOptions {
   bool published_only = false;   // the published checks alone
   std::string base_shape;        // "MxN"; default 1024x1024 (cuda), 128x128 (cpu)
   bool no_perf = false;
+  // NOTE [fresh inputs] (worker/timing_fresh.h): "fresh" (default) or
+  // "published" (NOTE [timing protocol]: --warmup, --iters, --rounds).
+  std::string timing = "fresh";
+  double max_noise_pct = 0.5;    // fresh: the median's 95% CI half-width, percent
+  int min_samples = 16;          // fresh: per side, at least
+  double max_time_s = 0.5;       // fresh: per side, warm-up included
   int warmup = -1;               // -1: 500 (cuda), 10 (cpu)
   int iters = -1;                // -1: 100 (cuda), 20 (cpu)
   int rounds = 10;

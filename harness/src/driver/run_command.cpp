@@ -104,7 +104,9 @@ Json base_record(const RunSettings& s, const PlanItem& item) {
   r["args"] = {{"trials", s.opts.trials}, {"integrity_trials", s.opts.published_only ? 0 : s.opts.integrity_trials},
                {"published_only", s.opts.published_only}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
                {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s}, {"phase_floor_s", s.opts.phase_floor_s},
-               {"keep_samples", s.opts.keep_samples}};
+               {"keep_samples", s.opts.keep_samples}, {"timing", s.opts.timing},
+               {"max_noise_pct", s.opts.max_noise_pct}, {"min_samples", s.opts.min_samples},
+               {"max_time_s", s.opts.max_time_s}};
   r["topology"] = s.topology.name;
   r["toolchain"] = toolchain_json();
   r["git_sha"] = git_sha();
@@ -238,6 +240,10 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
              {"iters", s.iters},
              {"rounds", s.opts.rounds},
              {"keep_samples", s.opts.keep_samples},
+             {"timing", s.opts.timing},
+             {"max_noise", s.opts.max_noise_pct / 100.0},
+             {"min_samples", s.opts.min_samples},
+             {"max_time_s", s.opts.max_time_s},
              {"topology", to_json(s.topology)}};
   add_placement(req.job, s.placement);
   EvalResult e = run_evaluation(req);

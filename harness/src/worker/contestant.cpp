@@ -6,8 +6,10 @@
 //   region {id, desc} (+ fd on CPU)          -> {ok}  (a referee region to map)
 //   call {region, inputs}                    -> {outputs, region} | {error, outcome}
 //   groups {groups: [{region, inputs}]}      -> {ok}  (timing input groups)
-//   warm {calls}                             -> {ok} | {error, outcome}
-//   segment {iters, tag, gate_ms, record, host_sync} -> {samples, span_us, wall_us, timed_out}
+//   warm {calls, start}                      -> {ok} | {error, outcome}
+//   segment {iters, tag, gate_ms, record, host_sync, start, keep}
+//                                            -> {samples, span_us, wall_us, timed_out, [kept]}
+//         kept: per call, its outputs' descriptors in the output region (NOTE [fresh inputs])
 //   last                                     -> {outputs, region}
 // While a request runs, the contestant may send store requests
 // (worker/proxy_store.h), which the referee answers first.
@@ -122,13 +124,14 @@ class Contestant {
     if (op == "groups") {
       std::vector<Inputs> groups;
       for (const auto& g : req.at("groups")) groups.push_back(inputs_from(g.at("inputs"), region(g.at("region").get<int>())));
-      side_ = std::make_unique<LocalSide>(*peers_, [this](const Inputs& in) { return run(in); });
+      // New descriptors for the same side keep its kept-output storage.
+      if (!side_) side_ = std::make_unique<LocalSide>(*peers_, [this](const Inputs& in) { return run(in); });
       side_->set_groups(std::move(groups));
       return {{"ok", true}};
     }
     if (op == "warm") {
       PKB_CHECK(side_, "no timing groups");
-      side_->warm(req.at("calls").get<int>());
+      side_->warm(req.at("calls").get<int>(), req.value("start", -1));
       check_device();
       return {{"ok", true}};
     }
@@ -140,10 +143,14 @@ class Contestant {
       s.gate_ms = req.at("gate_ms").get<double>();
       s.record = req.at("record").get<bool>();
       s.host_sync = req.at("host_sync").get<bool>();
+      s.start = req.value("start", -1);
+      s.keep = req.value("keep", false);
       s.barrier = false;  // the referees met (NOTE [timing protocol], step 5)
       SegmentReport r = side_->segment(s);
       check_device();
-      return {{"samples", r.samples}, {"span_us", r.span_us}, {"wall_us", r.wall_us}, {"timed_out", r.timed_out}};
+      Json reply = {{"samples", r.samples}, {"span_us", r.span_us}, {"wall_us", r.wall_us}, {"timed_out", r.timed_out}};
+      if (s.keep) kept_reply(side_->kept_all(), s.iters, &reply);
+      return reply;
     }
     if (op == "last") {
       PKB_CHECK(side_, "no timing groups");
@@ -255,6 +262,29 @@ class Contestant {
     Outputs out = run(in);
     check_device();
     return out;
+  }
+
+  // Every call's kept outputs (NOTE [fresh inputs], step 2) in the output
+  // region, one list of descriptors per call: the referee picks the calls it
+  // checks after this reply.
+  void kept_reply(const std::vector<Outputs>& kept, int calls, Json* reply) {
+    PKB_CHECK(static_cast<int>(kept.size()) >= calls, "kept ", kept.size(), " calls' outputs of ", calls);
+    Outputs flat;
+    Json counts = Json::array();
+    for (int i = 0; i < calls; ++i) {
+      flat.insert(flat.end(), kept[i].begin(), kept[i].end());
+      counts.push_back(kept[i].size());
+    }
+    Json placed = outputs_reply(flat);
+    if (placed.contains("new_region")) (*reply)["new_region"] = placed["new_region"];
+    Json per_call = Json::array();
+    size_t at = 0;
+    for (const auto& n : counts) {
+      Json d = Json::array();
+      for (size_t j = 0; j < n.get<size_t>(); ++j) d.push_back(placed["outputs"][at++]);
+      per_call.push_back(d);
+    }
+    (*reply)["kept"] = per_call;
   }
 
   // The outputs, placed in this process's output region (grown as needed).

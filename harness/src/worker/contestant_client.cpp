@@ -293,7 +293,9 @@ void ContestantClient::set_groups(const std::vector<Placed>& groups) {
   request({{"op", "groups"}, {"groups", g}});
 }
 
-void ContestantClient::warm(int calls) { request({{"op", "warm"}, {"calls", calls}}); }
+void ContestantClient::warm(int calls, int start) {
+  request({{"op", "warm"}, {"calls", calls}, {"start", start}});
+}
 
 SegmentReport ContestantClient::segment(const SegmentSpec& spec) {
   Json r = request({{"op", "segment"},
@@ -301,7 +303,9 @@ SegmentReport ContestantClient::segment(const SegmentSpec& spec) {
                     {"tag", spec.tag},
                     {"gate_ms", spec.gate_ms},
                     {"record", spec.record},
-                    {"host_sync", spec.host_sync}});
+                    {"host_sync", spec.host_sync},
+                    {"start", spec.start},
+                    {"keep", spec.keep}});
   SegmentReport rep;
   auto bad = [&](const std::string& why) {
     return ContestantFailure{Outcome::kTimingAnomaly, "the candidate's process reported " + why};
@@ -319,7 +323,32 @@ SegmentReport ContestantClient::segment(const SegmentSpec& spec) {
   for (double v : rep.samples)
     if (!std::isfinite(v) || v < 0) throw bad("an impossible time (" + std::to_string(v) + " us)");
   if (!std::isfinite(rep.span_us) || !std::isfinite(rep.wall_us)) throw bad("an impossible span");
+  kept_.clear();
+  if (spec.keep) {
+    const Json& k = r.contains("kept") ? r["kept"] : Json();
+    if (!k.is_array() || static_cast<int>(k.size()) != spec.iters)
+      throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process did not send the outputs of every call"};
+    kept_.assign(k.begin(), k.end());
+  }
   return rep;
+}
+
+std::vector<Outputs> ContestantClient::kept(const std::vector<int>& positions) {
+  if (!out_region_) throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process sent no output region"};
+  const bool was_frozen = frozen_;
+  freeze();
+  std::vector<Outputs> out;
+  try {
+    for (int p : positions) {
+      PKB_CHECK(p >= 0 && p < static_cast<int>(kept_.size()), "no kept call ", p);
+      out.push_back(outputs_from(kept_[p], *out_region_));
+    }
+  } catch (const std::exception& e) {
+    if (!was_frozen) thaw();
+    throw ContestantFailure{Outcome::kRuntimeError, e.what()};
+  }
+  if (!was_frozen) thaw();
+  return out;
 }
 
 Outputs ContestantClient::last_outputs() { return take_outputs(request({{"op", "last"}})); }
@@ -393,12 +422,29 @@ auto ContestantSide::timed(int64_t calls, F f) {
   }
 }
 
-void ContestantSide::warm(int calls) {
-  timed(calls, [&] { c_.warm(calls); });
+void ContestantSide::refill(int g, const Inputs& contents) {
+  PKB_CHECK(g >= 0 && g < static_cast<int>(groups_.size()), "no input group ", g);
+  Placed p = c_.place(contents, 1 + g);
+  if (p.desc != groups_[g].desc) moved_ = true;
+  groups_[g] = std::move(p);
+}
+
+void ContestantSide::send_groups_if_moved() {
+  if (!moved_) return;
+  c_.set_groups(groups_);
+  moved_ = false;
+}
+
+void ContestantSide::warm(int calls, int start) {
+  send_groups_if_moved();
+  timed(calls, [&] { c_.warm(calls, start); });
+  if (start >= 0) next_ = static_cast<size_t>(start);
   next_ += calls;
 }
 
 SegmentReport ContestantSide::segment(const SegmentSpec& spec) {
+  send_groups_if_moved();
+  if (spec.start >= 0) next_ = static_cast<size_t>(spec.start);
   SegmentReport r = timed(spec.iters, [&] { return c_.segment(spec); });
   if (spec.host_sync) ++acc_.host_sync_segments;
   next_ += spec.iters;

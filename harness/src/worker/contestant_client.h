@@ -66,8 +66,11 @@ class ContestantClient {
   Outputs call(const Placed& p);
   // Timing: input groups in slots 1..G, then warm-ups and segments.
   void set_groups(const std::vector<Placed>& groups);
-  void warm(int calls);
+  void warm(int calls, int start = -1);
   SegmentReport segment(const SegmentSpec& spec);
+  // The outputs the last keep-segment's calls at `positions` returned, read
+  // while the contestant is stopped (NOTE [fresh inputs], step 2).
+  std::vector<Outputs> kept(const std::vector<int>& positions);
   Outputs last_outputs();
 
   // SIGSTOP / SIGCONT of the contestant and every process it started.
@@ -91,6 +94,7 @@ class ContestantClient {
   std::unique_ptr<ControlChannel> ch_;
   std::map<int, std::shared_ptr<SharedRegion>> slots_;
   std::shared_ptr<SharedRegion> out_region_;
+  std::vector<Json> kept_;  // the last keep-segment's descriptors, per call
   Json info_ = Json::object();
   bool frozen_ = false;
   int64_t oom_kills_at_start_ = -1;
@@ -104,8 +108,12 @@ class ContestantSide final : public TimedSide {
  public:
   explicit ContestantSide(ContestantClient& c) : c_(c) {}
   void prepare(const Inputs& inputs, int groups) override;
-  void warm(int calls) override;
+  void warm(int calls, int start = -1) override;
   SegmentReport segment(const SegmentSpec& spec) override;
+  // In the group's region (the same offsets when the shapes repeat); the
+  // contestant gets new descriptors before its next request if they moved.
+  void refill(int g, const Inputs& contents) override;
+  std::vector<Outputs> kept(const std::vector<int>& positions) override { return c_.kept(positions); }
   Outputs last_outputs() override;
   Inputs last_inputs() override { return last_placed().views; }
   const Placed& last_placed() const;
@@ -119,7 +127,9 @@ class ContestantSide final : public TimedSide {
   auto timed(int64_t calls, F f);
   ContestantClient& c_;
   RefereeAccount acc_;
+  void send_groups_if_moved();
   std::vector<Placed> groups_;
+  bool moved_ = false;  // a refill moved a group: its descriptors are to be sent
   size_t next_ = 0;  // the contestant's rotation, mirrored (LocalSide)
 };
 

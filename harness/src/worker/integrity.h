@@ -2,6 +2,8 @@
 // trials run, the input-mutation check and the in-place refresh.
 #pragma once
 
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
@@ -17,6 +19,12 @@ struct TrialSpec {
 };
 
 std::vector<TrialSpec> plan_trials(int published, int integrity);
+
+// The integrity indices of the timing draws (NOTE [fresh inputs] in
+// worker/timing_fresh.h): past every trial's and the refresh's (1000), an
+// offset no candidate sees, then one per draw.
+inline constexpr int64_t kTimingDrawBase = int64_t{1} << 29;
+inline constexpr uint64_t kTimingDrawSpan = uint64_t{1} << 28;
 
 // Where the reference leaves an input bit-for-bit unchanged and the candidate
 // changed it: "the candidate changed input 'tensor' (argument 0), which the

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #ifdef PKB_HAVE_CUDA
@@ -16,6 +18,7 @@
 
 #include "pkb/check.h"
 #include "worker/stream_gate.h"
+#include "worker/timing_fresh.h"
 
 namespace pkb {
 
@@ -31,65 +34,70 @@ double tensor_bytes(const Inputs& in) {
   return b;
 }
 
-// Per-iteration timer: CUDA events on the current stream, or the host clock.
+// Per-call timer: CUDA events on the current stream, or the host clock. Marks:
+// the segment's start (before the gate), then each call's begin and end. Not
+// split, a call's end is the next one's begin (calls back to back); split,
+// each has its own, so that untimed work between calls (copying outputs
+// aside: NOTE [fresh inputs]) stays out of every sample.
 class IterationTimer {
  public:
-  IterationTimer(const at::Device& device, int n) : cuda_(device.is_cuda()), n_(n) {
+  IterationTimer(const at::Device& device, int n, bool split)
+      : cuda_(device.is_cuda()), n_(n), split_(split), count_(split ? 2 * n + 1 : n + 2) {
 #ifdef PKB_HAVE_CUDA
     if (cuda_) {
-      events_.resize(n + 2);  // [0, n]: iterations; [n + 1]: before the head start
+      events_.resize(count_);
       for (auto& e : events_) PKB_CUDA_CHECK(cudaEventCreate(&e));
       stream_ = c10::cuda::getCurrentCUDAStream(device.index()).stream();
     }
 #endif
-    host_.resize(n + 2);
+    host_.resize(count_);
   }
   ~IterationTimer() {
 #ifdef PKB_HAVE_CUDA
     for (auto& e : events_) cudaEventDestroy(e);
 #endif
   }
-  void mark(int i) {
-#ifdef PKB_HAVE_CUDA
-    if (cuda_) {
-      PKB_CUDA_CHECK(cudaEventRecord(events_[i], stream_));
-      return;
-    }
-#endif
-    host_[i] = Clock::now();
-  }
   // Marked before anything of the segment is enqueued.
-  void mark_start() { mark(n_ + 1); }
-  // From mark_start() to the last iteration: what the host wall clock should see.
-  double span_us() const {
-#ifdef PKB_HAVE_CUDA
-    if (cuda_) {
-      float ms = 0;
-      PKB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[n_ + 1], events_[n_]));
-      return ms * 1e3;
-    }
-#endif
-    return std::chrono::duration<double, std::micro>(host_[n_] - host_[n_ + 1]).count();
+  void mark_start() { mark(0); }
+  void mark_begin(int i) {
+    if (split_ || i == 0) mark(begin_at(i));
   }
+  void mark_end(int i) { mark(end_at(i)); }
+  // From mark_start() to the last call's end: what the host wall clock should see.
+  double span_us() const { return elapsed_us(0, end_at(n_ - 1)); }
   std::vector<double> durations_us() const {
     std::vector<double> out(n_);
-#ifdef PKB_HAVE_CUDA
-    if (cuda_) {
-      for (int i = 0; i < n_; ++i) {
-        float ms = 0;
-        PKB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i], events_[i + 1]));
-        out[i] = ms * 1e3;
-      }
-      return out;
-    }
-#endif
-    for (int i = 0; i < n_; ++i) out[i] = std::chrono::duration<double, std::micro>(host_[i + 1] - host_[i]).count();
+    for (int i = 0; i < n_; ++i) out[i] = elapsed_us(begin_at(i), end_at(i));
     return out;
   }
 
  private:
+  int begin_at(int i) const { return split_ ? 1 + 2 * i : 1 + i; }
+  int end_at(int i) const { return split_ ? 2 + 2 * i : 2 + i; }
+  void mark(int k) {
+#ifdef PKB_HAVE_CUDA
+    if (cuda_) {
+      PKB_CUDA_CHECK(cudaEventRecord(events_[k], stream_));
+      return;
+    }
+#endif
+    host_[k] = Clock::now();
+  }
+  double elapsed_us(int a, int b) const {
+#ifdef PKB_HAVE_CUDA
+    if (cuda_) {
+      float ms = 0;
+      PKB_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[a], events_[b]));
+      return ms * 1e3;
+    }
+#endif
+    return std::chrono::duration<double, std::micro>(host_[b] - host_[a]).count();
+  }
+
   bool cuda_;
   int n_;
+  bool split_;
+  int count_;
   std::vector<Clock::time_point> host_;
 #ifdef PKB_HAVE_CUDA
   std::vector<cudaEvent_t> events_;
@@ -116,22 +124,15 @@ cudaStream_t current_stream(const at::Device& device) {
 }
 #endif
 
-// Per side, over the whole run (steps 4-5).
-struct Tally {
-  std::vector<double> samples;
-  double wall_us = 0, span_us = 0;
-  int segments = 0, gate_timeouts = 0;
-  bool host_sync = false;
+}  // namespace
 
-  void add(const SegmentReport& r, int iters) {
-    if (r.timed_out) ++gate_timeouts;
-    samples.insert(samples.end(), r.samples.begin(), r.samples.end());
-    wall_us += r.wall_us;
-    span_us += r.span_us;
-    ++segments;
-    (void)iters;
-  }
-};
+void Tally::add(const SegmentReport& r) {
+  if (r.timed_out) ++gate_timeouts;
+  samples.insert(samples.end(), r.samples.begin(), r.samples.end());
+  wall_us += r.wall_us;
+  span_us += r.span_us;
+  ++segments;
+}
 
 // Priming (step 2): a side whose segment still cannot be enqueued behind the
 // gate on the second try waits for the device inside its call; it is timed
@@ -139,17 +140,18 @@ struct Tally {
 // The verdict is the ranks' common one (any rank timed out), through the
 // store: the ranks must take the same number of priming segments, and time
 // the side the same way.
-bool prime(RankPeers& peers, TimedSide& side, int iters, const std::string& tag, const TimingOptions& opts) {
+bool prime(RankPeers& peers, TimedSide& side, SegmentSpec spec, const TimingOptions& opts,
+           const std::function<void()>& before_attempt) {
   if (!peers.device().is_cuda()) return false;
   // Ranks sharing a GPU: Gloo's collectives and the IPC buffers' barrier wait
   // for the device inside each call, so nothing can be enqueued behind a gate
   // (NOTE [ranks sharing a GPU]); skip the attempts, whose gates would only
   // time out.
   if (peers.shared_gpu()) return true;
+  const std::string tag = spec.tag;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::string key = tag + std::to_string(attempt);
-    SegmentSpec spec;
-    spec.iters = iters;
+    if (before_attempt) before_attempt();
     spec.tag = key;
     spec.gate_ms = opts.probe_gate_ms;
     spec.record = false;
@@ -176,6 +178,8 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
   st.max_us = v.back();
   st.wall_us = s.wall_us / v.size();
   st.max_at = static_cast<int>(std::max_element(s.samples.begin(), s.samples.end()) - s.samples.begin());
+  st.noise = median_noise(v);
+  st.segments = s.segments;
   // Step 5 over the whole run, not per segment: one host hiccup between the
   // last enqueue and the sync would flag a short segment; hidden work shows
   // in every segment and so in the totals.
@@ -185,15 +189,28 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
     st.referee_calls = acc->calls;
     st.referee_requests = acc->requests;
     const double per_request = opts.cpu || opts.shared_gpu ? kRefereeRequestAllowanceUsCpu : kRefereeRequestAllowanceUs;
-    st.referee_allowance_us =
-        kRefereeCallAllowanceUs + (acc->requests * per_request + acc->host_sync_segments * kHeadStartUs) / acc->calls;
+    st.referee_allowance_us = kRefereeCallAllowanceUs + opts.kept_copy_us +
+                              (acc->requests * per_request + acc->host_sync_segments * kHeadStartUs) / acc->calls;
     st.referee_anomaly = st.referee_wall_us > opts.wall_ratio * st.mean_us + st.referee_allowance_us;
     st.anomaly = st.anomaly || st.referee_anomaly;
   }
   return st;
 }
 
-}  // namespace
+double median_noise(std::vector<double> v) {
+  const size_t n = v.size();
+  if (n < 2) return std::numeric_limits<double>::infinity();
+  std::sort(v.begin(), v.end());
+  const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  // Ranks of the distribution-free interval: the number of samples below the
+  // median is Binomial(n, 1/2), so n/2 -+ 1.96 * sqrt(n) / 2.
+  // 1-based: floor(n/2 - h) and ceil(1 + n/2 + h).
+  const double h = 0.98 * std::sqrt(static_cast<double>(n));
+  const auto lo = static_cast<size_t>(std::max(0.0, std::floor(0.5 * n - h) - 1));
+  const auto hi = static_cast<size_t>(std::min(static_cast<double>(n - 1), std::ceil(1 + 0.5 * n + h) - 1));
+  if (med <= 0) return v[hi] > v[lo] ? std::numeric_limits<double>::infinity() : 0.0;
+  return (v[hi] - v[lo]) / (2 * med);
+}
 
 int input_groups_for(double input_bytes, double cache_bytes) {
   if (input_bytes >= 3 * cache_bytes) return 1;
@@ -213,9 +230,78 @@ Outputs LocalSide::call() { return fn_(groups_[next_++ % groups_.size()]); }
 
 // Ends with the device idle, so that the segment barrier after it finds
 // every rank's device idle (step 3).
-void LocalSide::warm(int calls) {
+void LocalSide::warm(int calls, int start) {
+  if (start >= 0) next_ = static_cast<size_t>(start);
   for (int i = 0; i < calls; ++i) call();
   peers_.device_sync();
+}
+
+Outputs LocalSide::call_on(int g) {
+  PKB_CHECK(g >= 0 && g < static_cast<int>(groups_.size()), "no input group ", g);
+  Outputs out = fn_(groups_[g]);
+  peers_.device_sync();
+  return out;
+}
+
+void LocalSide::refill(int g, const Inputs& contents) {
+  PKB_CHECK(g >= 0 && g < static_cast<int>(groups_.size()), "no input group ", g);
+  Inputs& dst = groups_[g];
+  // In place where every tensor keeps its shape (the storage, and so the
+  // pointers, of the group stay); otherwise the new contents replace it.
+  bool same = dst.size() == contents.size();
+  for (size_t i = 0; same && i < dst.size(); ++i) {
+    const auto* a = std::get_if<at::Tensor>(&dst.args()[i].value);
+    const auto* b = std::get_if<at::Tensor>(&contents.args()[i].value);
+    if (!a || !b) {
+      same = !a && !b;
+      continue;
+    }
+    same = a->defined() == b->defined() &&
+           (!a->defined() || (a->sizes() == b->sizes() && a->dtype() == b->dtype() && a->is_contiguous()));
+  }
+  if (!same) {
+    dst = contents.clone();
+    return;
+  }
+  Inputs fresh;
+  for (size_t i = 0; i < dst.size(); ++i) {
+    const auto& a = dst.args()[i];
+    if (auto t = std::get_if<at::Tensor>(&a.value)) {
+      if (t->defined()) t->copy_(std::get<at::Tensor>(contents.args()[i].value));
+      fresh.add(a.name, *t);
+    } else {
+      fresh.add(a.name, contents.args()[i].value);  // scalars may vary too
+    }
+  }
+  dst = std::move(fresh);
+}
+
+// A copy in storage kept from the last segment where the shapes allow: after
+// the first keep-segment (the priming one) nothing is allocated here.
+void LocalSide::keep(size_t i, const Outputs& out) {
+  if (kept_.size() <= i) kept_.resize(i + 1);
+  Outputs& k = kept_[i];
+  bool reuse = k.size() == out.size();
+  for (size_t j = 0; reuse && j < out.size(); ++j)
+    reuse = k[j].defined() == out[j].defined() &&
+            (!out[j].defined() || (k[j].sizes() == out[j].sizes() && k[j].dtype() == out[j].dtype() &&
+                                   k[j].device() == out[j].device()));
+  if (!reuse) {
+    k.assign(out.size(), at::Tensor());
+    for (size_t j = 0; j < out.size(); ++j)
+      if (out[j].defined()) k[j] = at::empty_like(out[j], at::MemoryFormat::Contiguous);
+  }
+  for (size_t j = 0; j < out.size(); ++j)
+    if (out[j].defined()) k[j].copy_(out[j]);
+}
+
+std::vector<Outputs> LocalSide::kept(const std::vector<int>& positions) {
+  std::vector<Outputs> out;
+  for (int p : positions) {
+    PKB_CHECK(p >= 0 && p < static_cast<int>(kept_.size()), "no kept call ", p);
+    out.push_back(kept_[p]);
+  }
+  return out;
 }
 
 Inputs LocalSide::last_inputs() {
@@ -233,9 +319,11 @@ Inputs LocalSide::last_inputs() {
 // first timed segment of 10 of problems 1-30 did, and read host-bound).
 SegmentReport LocalSide::segment(const SegmentSpec& spec) {
   SegmentReport rep;
+  if (spec.start >= 0) next_ = static_cast<size_t>(spec.start);
+  if (spec.keep && kept_.size() > static_cast<size_t>(spec.iters)) kept_.resize(spec.iters);
   peers_.device_sync();
   if (spec.barrier) peers_.store_barrier(spec.tag);
-  IterationTimer timer(peers_.device(), spec.iters);
+  IterationTimer timer(peers_.device(), spec.iters, spec.keep);
 #ifdef PKB_HAVE_CUDA
   std::unique_ptr<StreamGate> gate;
   if (peers_.device().is_cuda() && !spec.host_sync) gate = std::make_unique<StreamGate>();
@@ -249,11 +337,12 @@ SegmentReport LocalSide::segment(const SegmentSpec& spec) {
 #endif
     give_host_head_start(peers_.device());
   peers_.align_streams();
-  timer.mark(0);
   for (int i = 0; i < spec.iters; ++i) {
+    timer.mark_begin(i);
     Outputs out = call();
+    timer.mark_end(i);
+    if (spec.keep) keep(i, out);
     if (spec.record) last_ = std::move(out);
-    timer.mark(i + 1);
   }
 #ifdef PKB_HAVE_CUDA
   if (gate) gate->open();
@@ -298,8 +387,12 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
   const int rounds = std::min(opts.rounds, opts.iters);
   const int segment_calls = (opts.iters + rounds - 1) / rounds;
   Tally c, r;
-  run(cand, [&] { c.host_sync = prime(peers, cand, segment_calls, "timing/prime_c", opts); });
-  run(ref, [&] { r.host_sync = prime(peers, ref, segment_calls, "timing/prime_r", opts); });
+  SegmentSpec prime_spec;
+  prime_spec.iters = segment_calls;
+  prime_spec.tag = "timing/prime_c";
+  run(cand, [&] { c.host_sync = prime(peers, cand, prime_spec, opts); });
+  prime_spec.tag = "timing/prime_r";
+  run(ref, [&] { r.host_sync = prime(peers, ref, prime_spec, opts); });
   for (int k = 0; k < rounds; ++k) {
     // Equal shares; the first segments take the remainders.
     int iters = opts.iters / rounds + (k < opts.iters % rounds ? 1 : 0);
@@ -321,7 +414,7 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
         // referee from request to reply) holds no wait for a slower rank.
         peers.store_barrier(spec.tag);
         spec.barrier = false;
-        tally->add(side->segment(spec), iters);
+        tally->add(side->segment(spec));
       });
   }
   // The last outputs before the account closes: work a contestant deferred
@@ -344,7 +437,10 @@ Json to_json(const TimingStats& s) {
               {"host_sync", s.host_sync}, {"gate_timeouts", s.gate_timeouts},
               {"referee_wall_us", s.referee_wall_us < 0 ? Json(nullptr) : Json(s.referee_wall_us)},
               {"referee_allowance_us", s.referee_allowance_us}, {"referee_anomaly", s.referee_anomaly},
-              {"referee_calls", s.referee_calls}, {"referee_requests", s.referee_requests}};
+              {"referee_calls", s.referee_calls}, {"referee_requests", s.referee_requests},
+              {"noise", std::isfinite(s.noise) && s.noise >= 0 ? Json(s.noise) : Json(nullptr)},
+              {"noise_met", s.noise_met}, {"segments", s.segments}, {"warmup_calls", s.warmup_calls},
+              {"time_s", s.time_s}};
 }
 
 double cache_bytes_for(const at::Device& device) {

@@ -1,5 +1,8 @@
 // NOTE [timing protocol]
-// DESIGN.md §5 step 3, the same for every problem, reference and candidate:
+// DESIGN.md §5 step 3, the same for every problem, reference and candidate.
+// This is `--timing published`, exactly; the default, `--timing fresh`
+// (NOTE [fresh inputs], worker/timing_fresh.h), replaces steps 1, 2 (the
+// counts) and 6 and keeps 3-5.
 //  1. Input groups: enough deep copies of *all* input tensors that cycling
 //     through them exceeds 3x the last-level cache, so no timed call reads
 //     inputs the previous call left in cache: G = 1 when one set already
@@ -90,6 +93,9 @@ struct TimingOptions {
   double segment_gate_ms = 2000;
   bool cpu = false;         // set by time_alternating from the device
   bool shared_gpu = false;  // and from the placement
+  // Per call, added to a contestant's allowance (step 5): copying its
+  // outputs aside (NOTE [fresh inputs], step 2).
+  double kept_copy_us = 0;
 };
 
 struct TimingStats {
@@ -107,6 +113,13 @@ struct TimingStats {
   int referee_requests = 0;
   bool host_sync = false;  // the call waits for the device: timed behind the head start, not the gate
   int gate_timeouts = 0;   // segments whose gate opened by its timeout (not fully enqueued)
+  // The median's 95% confidence interval, half its width over the median
+  // (median_noise in worker/timing_fresh.h); NOTE [fresh inputs] stops on it.
+  double noise = -1;
+  bool noise_met = false;   // fresh: within --max-noise when the side stopped
+  int segments = 0;
+  int warmup_calls = 0;     // fresh: the warm-up the side took
+  double time_s = 0;        // fresh: the side's warm-up and segments, by the referee's clock
 };
 
 struct TimingResult {
@@ -150,6 +163,10 @@ struct SegmentSpec {
   bool record = true;      // false: a priming segment
   bool host_sync = false;  // timed behind the head start, not the gate
   bool barrier = true;     // meet the other ranks first (false: the caller did)
+  int start = -1;          // the first call's input group (-1: the rotation goes on)
+  // Copy each call's outputs aside, outside its timed window (NOTE [fresh
+  // inputs], worker/timing_fresh.h), for TimedSide::kept.
+  bool keep = false;
 };
 
 struct SegmentReport {
@@ -166,8 +183,14 @@ class TimedSide {
   virtual ~TimedSide() = default;
   // `groups` copies of `inputs` to rotate through (step 1).
   virtual void prepare(const Inputs& inputs, int groups) = 0;
-  virtual void warm(int calls) = 0;
+  // `calls` untimed calls; the first on group `start` (-1: the rotation goes on).
+  virtual void warm(int calls, int start = -1) = 0;
   virtual SegmentReport segment(const SegmentSpec& spec) = 0;
+  // New contents for input group `g`, in its storage (NOTE [fresh inputs]).
+  // Called between requests, never inside a timed window.
+  virtual void refill(int g, const Inputs& contents) = 0;
+  // The outputs the last keep-segment's calls at `positions` returned.
+  virtual std::vector<Outputs> kept(const std::vector<int>& positions) = 0;
   // The last recorded segment's last outputs.
   virtual Outputs last_outputs() = 0;
   // The input group of the last timed call (the same storage, not a copy).
@@ -185,19 +208,42 @@ class LocalSide final : public TimedSide {
   void prepare(const Inputs& inputs, int groups) override;
   // Groups placed by someone else (the contestant's, in shared regions).
   void set_groups(std::vector<Inputs> groups) { groups_ = std::move(groups); }
-  void warm(int calls) override;
+  void warm(int calls, int start = -1) override;
   SegmentReport segment(const SegmentSpec& spec) override;
+  void refill(int g, const Inputs& contents) override;
+  std::vector<Outputs> kept(const std::vector<int>& positions) override;
+  // Every call of the last keep-segment, in order (the contestant sends them all).
+  const std::vector<Outputs>& kept_all() const { return kept_; }
   Outputs last_outputs() override { return last_; }
   Inputs last_inputs() override;
+  // One untimed call on group `g`'s contents, the device idle after it.
+  Outputs call_on(int g);
 
  private:
   Outputs call();
+  void keep(size_t i, const Outputs& out);
   RankPeers& peers_;
   TimedFn fn_;
   std::vector<Inputs> groups_;
   size_t next_ = 0;
   Outputs last_;
+  std::vector<Outputs> kept_;  // per call of the last keep-segment: copies in storage reused across segments
 };
+
+// What both protocols share (NOTE [timing protocol], NOTE [fresh inputs]).
+// Per side, over the whole run (steps 4-5).
+struct Tally {
+  std::vector<double> samples;
+  double wall_us = 0, span_us = 0;
+  int segments = 0, gate_timeouts = 0;
+  bool host_sync = false;
+  void add(const SegmentReport& r);
+};
+TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAccount* acc);
+// Step 2's priming segments of `spec.iters` calls (`before_attempt` runs
+// before each); true when the side is `host_sync`.
+bool prime(RankPeers& peers, TimedSide& side, SegmentSpec spec, const TimingOptions& opts,
+           const std::function<void()>& before_attempt = {});
 
 int input_groups_for(double input_bytes, double cache_bytes);
 double input_tensor_bytes(const Inputs& in);

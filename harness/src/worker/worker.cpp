@@ -11,9 +11,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <sstream>
 
 #include <sys/prctl.h>
+
+#ifdef PKB_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "common/error_text.h"
 #include "common/exit_codes.h"
@@ -34,6 +39,7 @@
 #include "worker/route_guard.h"
 #include "worker/sandbox.h"
 #include "worker/timing.h"
+#include "worker/timing_fresh.h"
 #include "worker/worker_context.h"
 
 namespace pkb {
@@ -228,7 +234,7 @@ class RankRun {
     return req;
   }
 
-  Inputs draw(const TrialSpec& ts) const {
+  Inputs draw_inputs(const TrialSpec& ts) const {
     InputRequest req = request(ts);
     at::manual_seed(req.seed);
     return ts.integrity ? problem_->make_integrity_inputs(req) : problem_->make_inputs(req);
@@ -313,7 +319,7 @@ class RankRun {
       const int t = ts.index;
       const std::string label = "trial " + std::to_string(t) + " (" + ts.kind() + ")";
       phase(label);
-      Inputs inputs = draw(ts);
+      Inputs inputs = draw_inputs(ts);
       if (t == 0) cost(inputs);
 
       phase(label + ": candidate");
@@ -345,6 +351,10 @@ class RankRun {
       tj["kind"] = ts.kind();
       result_["trials"].push_back(tj);
       if (!judge("t" + std::to_string(t) + "/verdict", label, cmp, {{"trial", t}, {"kind", ts.kind()}})) return;
+      last_trial_ = ts;
+      last_out_bytes_ = 0;
+      for (const auto& o : want)
+        if (o.defined()) last_out_bytes_ += static_cast<double>(o.nbytes());
       last_inputs = std::move(inputs);
       last_cand_inputs = std::move(cand_in);
     }
@@ -367,7 +377,7 @@ class RankRun {
     // refreshed and the refresh is not skipped; an integrity seed no trial
     // uses, so every value is new.
     TrialSpec ts{index - 1, true, 1000};
-    Inputs fresh = draw(ts);
+    Inputs fresh = draw_inputs(ts);
     std::string why;
     bool ok = refresh_in_place(target, fresh, &why);
     auto all = dist_->exchange(key_prefix_ + "refresh/ok", ok ? "ok" : why);
@@ -421,6 +431,139 @@ class RankRun {
 
   // Returns the candidate's last timed input group (for refresh_check).
   Inputs perf(const Inputs& inputs) {
+    if (job_.j.value("timing", "fresh") == "fresh") return perf_fresh(inputs);
+    return perf_published(inputs);
+  }
+
+  std::unique_ptr<TimedSide> candidate_side(ContestantSide** remote) {
+    *remote = nullptr;
+    if (contestant_) {
+      auto c = std::make_unique<ContestantSide>(*contestant_);
+      *remote = c.get();
+      return c;
+    }
+    return std::make_unique<LocalSide>(*dist_, [&](const Inputs& in) { return run_local_candidate(in); });
+  }
+
+  // NOTE [fresh inputs] (worker/timing_fresh.h).
+  Inputs perf_fresh(const Inputs& inputs) {
+    FreshTimingOptions fo;
+    fo.max_noise = job_.j.value("max_noise", 0.005);
+    fo.min_samples = job_.j.value("min_samples", 16);
+    fo.max_time_s = job_.j.value("max_time_s", 0.5);
+    fo.call_us = t_ref_s_ > 0 ? t_ref_s_ * 1e6 : 1000;
+    fo.out_bytes = last_out_bytes_;
+    fo.base.cache_bytes = cache_bytes_for(dist_->device());
+    fo.memory_budget_bytes = timing_memory_budget();
+    // Each round's calls get their own deadline (NOTE [phase deadlines]),
+    // with the two gates they may wait for.
+    fo.phase = [&](int calls) {
+      phase("timing", calls, 2.0 * (fo.base.segment_gate_ms + fo.base.probe_gate_ms) / 1000.0);
+    };
+    // The seed's offset: rank 0's draw, agreed through the referees' store
+    // (a contestant's store keys are its own: it never sees this one).
+    std::random_device rd;
+    const uint64_t mine = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    const uint64_t agreed = std::stoull(dist_->exchange(key_prefix_ + "timing/nonce", std::to_string(mine))[0]);
+    const uint64_t nonce = agreed % kTimingDrawSpan;
+    fo.pick_seed = std::stoull(dist_->exchange(key_prefix_ + "timing/pick", std::to_string((static_cast<uint64_t>(rd()) << 32) ^ rd()))[0]);
+    const TrialSpec last = last_trial_;
+    DrawFn draw = [&, nonce, last](int64_t k) {
+      // The last trial's index, as the refresh in place keeps it (NOTE
+      // [integrity trials]); an integrity index no trial and no refresh uses.
+      TrialSpec ts{last.index, true, static_cast<int>(kTimingDrawBase + (nonce + k) % kTimingDrawSpan)};
+      return draw_inputs(ts);
+    };
+    CheckFn check = [&](const Outputs& want, const Outputs& got) {
+      return compare_outputs(want, got, tol_, checked_outputs(want.size()));
+    };
+    ContestantSide* remote = nullptr;
+    std::unique_ptr<TimedSide> cand = candidate_side(&remote);
+    LocalSide ref(*dist_, [&](const Inputs& in) { return problem_->reference(*ctx_, dist_->collectives(), in); });
+    phase("timing set-up");
+    FreshResult fr;
+    memory_->enter("timing");
+    try {
+      fr = time_fresh(*dist_, inputs, *cand, ref, draw, check, fo);
+    } catch (const ContestantFailure& f) {
+      throw CandidateFailure{f.outcome, "while timed: " + f.reason};
+    }
+    memory_->enter("harness");
+    if (remote) last_placed_ = remote->last_placed();
+    const TimingResult& tr = fr.timing;
+    Json tj;
+    tj["protocol"] = "fresh";
+    tj["groups"] = fr.layout.groups;
+    tj["segment_calls"] = fr.layout.segment_calls;
+    tj["rounds"] = fr.rounds;
+    tj["input_bytes"] = tr.input_bytes;
+    tj["output_bytes"] = last_out_bytes_;
+    tj["cache_bytes"] = fo.base.cache_bytes;
+    tj["memory_budget_bytes"] = fo.memory_budget_bytes;
+    tj["max_noise"] = fo.max_noise;
+    tj["min_samples"] = fo.min_samples;
+    tj["max_time_s"] = fo.max_time_s;
+    tj["draws"] = fr.draws;
+    tj["draw_us"] = fr.draw_us;
+    tj["checked_calls"] = fr.checked;
+    tj["candidate"] = to_json(tr.cand);
+    tj["reference"] = to_json(tr.ref);
+    if (job_.j.value("keep_samples", false)) {
+      tj["candidate"]["samples_us"] = tr.cand_samples;
+      tj["reference"]["samples_us"] = tr.ref_samples;
+    }
+    result_["timing"] = tj;
+    phase("recheck");
+    CompareResult verdict;
+    verdict.outcome = Outcome::kCorrect;
+    if (fr.check_failed) {
+      verdict.outcome = Outcome::kOutputMismatch;
+      verdict.reason = fr.check_reason;
+    }
+    result_["recheck"] = {{"outcome", outcome_name(verdict.outcome)}, {"reason", verdict.reason},
+                          {"checked_calls", fr.checked}};
+    if (verdict.outcome == Outcome::kCorrect) verdict = timing_anomaly_verdict(tr.cand);
+    judge("perf/verdict", "timing", verdict, {{"kind", "timing"}});
+    return tr.last_cand_inputs;
+  }
+
+  // Both sides' groups and kept outputs (NOTE [fresh inputs], step 4): a
+  // quarter of the device's free memory, or on CPU 512 MiB (the test
+  // suite's memory rules assume no more: NOTE [test memory]).
+  double timing_memory_budget() const {
+#ifdef PKB_HAVE_CUDA
+    if (dist_->device().is_cuda()) {
+      size_t free_b = 0, total_b = 0;
+      if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) return 0.25 * static_cast<double>(free_b);
+    }
+#endif
+    return 512.0 * (1 << 20);
+  }
+
+  // The candidate's timing_anomaly, if its clocks disagree (NOTE [timing
+  // protocol], step 5); correct otherwise.
+  static CompareResult timing_anomaly_verdict(const TimingStats& cand) {
+    CompareResult verdict;
+    verdict.outcome = Outcome::kCorrect;
+    if (cand.referee_anomaly) {
+      std::ostringstream os;
+      os << "the referee's wall clock saw " << cand.referee_wall_us << " us per call where the candidate's events "
+         << "claim " << cand.mean_us << " us (allowance " << cand.referee_allowance_us
+         << " us per call; NOTE [timing protocol], step 5)";
+      verdict.outcome = Outcome::kTimingAnomaly;
+      verdict.reason = os.str();
+    } else if (cand.anomaly) {
+      std::ostringstream os;
+      os << "host wall clock " << cand.wall_us << " us/iter vs events " << cand.mean_us
+         << " us/iter: work outside the timed stream?";
+      verdict.outcome = Outcome::kTimingAnomaly;
+      verdict.reason = os.str();
+    }
+    return verdict;
+  }
+
+  // NOTE [timing protocol]: the published protocol, fixed counts on copies of one draw.
+  Inputs perf_published(const Inputs& inputs) {
     TimingOptions o;
     o.warmup = job_.j.value("warmup", 500);
     o.iters = job_.j.value("iters", 100);
@@ -433,15 +576,8 @@ class RankRun {
           2.0 * (o.rounds + 2) * (o.segment_gate_ms + o.probe_gate_ms) / 1000.0);
     o.cache_bytes = cache_bytes_for(dist_->device());
     LocalSide ref(*dist_, [&](const Inputs& in) { return problem_->reference(*ctx_, dist_->collectives(), in); });
-    std::unique_ptr<TimedSide> cand;
     ContestantSide* remote = nullptr;
-    if (contestant_) {
-      auto c = std::make_unique<ContestantSide>(*contestant_);
-      remote = c.get();
-      cand = std::move(c);
-    } else {
-      cand = std::make_unique<LocalSide>(*dist_, [&](const Inputs& in) { return run_local_candidate(in); });
-    }
+    std::unique_ptr<TimedSide> cand = candidate_side(&remote);
     TimingResult tr;
     memory_->enter("timing");
     try {
@@ -452,6 +588,7 @@ class RankRun {
     memory_->enter("harness");
     if (remote) last_placed_ = remote->last_placed();
     Json tj;
+    tj["protocol"] = "published";
     tj["groups"] = tr.groups;
     tj["input_bytes"] = tr.input_bytes;
     tj["cache_bytes"] = o.cache_bytes;
@@ -469,22 +606,8 @@ class RankRun {
     CompareResult re = compare_outputs(tr.last_ref, tr.last_cand, tol_, checked_outputs(tr.last_ref.size()));
     result_["recheck"] = to_json(re);
     CompareResult verdict = re;
-    if (re.outcome != Outcome::kCorrect) {
-      verdict.reason = "after timing: " + re.reason;
-    } else if (tr.cand.referee_anomaly) {
-      std::ostringstream os;
-      os << "the referee's wall clock saw " << tr.cand.referee_wall_us << " us per call where the candidate's events "
-         << "claim " << tr.cand.mean_us << " us (allowance " << tr.cand.referee_allowance_us
-         << " us per call; NOTE [timing protocol], step 5)";
-      verdict.outcome = Outcome::kTimingAnomaly;
-      verdict.reason = os.str();
-    } else if (tr.cand.anomaly) {
-      std::ostringstream os;
-      os << "host wall clock " << tr.cand.wall_us << " us/iter vs events " << tr.cand.mean_us
-         << " us/iter: work outside the timed stream?";
-      verdict.outcome = Outcome::kTimingAnomaly;
-      verdict.reason = os.str();
-    }
+    if (re.outcome != Outcome::kCorrect) verdict.reason = "after timing: " + re.reason;
+    else verdict = timing_anomaly_verdict(tr.cand);
     // Every rank takes the same branch: one rank's anomaly ends the
     // evaluation on all (NOTE [verdicts through the store]).
     judge("perf/verdict", "timing", verdict, {{"kind", "timing"}});
@@ -570,6 +693,8 @@ class RankRun {
   TrivialFn trivial_;  // `pkb audit`'s built-in candidates
   std::string key_prefix_;  // store keys of one audit candidate
   double t_ref_s_ = -1;  // the reference's first call, seconds (trial 0)
+  TrialSpec last_trial_{0, false, 0};  // the last trial that ran, and its outputs' bytes
+  double last_out_bytes_ = 0;
   int phase_seq_ = 0;
 };
 

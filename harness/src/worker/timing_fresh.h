@@ -1,0 +1,107 @@
+// NOTE [fresh inputs]
+// The default timing protocol (`--timing fresh`; `--timing published` is NOTE
+// [timing protocol] exactly as published). What it changes, and why: a
+// candidate that remembers its answers keyed on the contents of its inputs
+// (a hash of all of them, or of a few sampled elements) passed every check of
+// the published protocol, whose timed calls repeat copies of one draw (CPU,
+// W = 2, problem 1: 5.71x for a memo, 0.88x without it).
+//  1. No timed call, warm-up and priming included, reads contents an earlier
+//     call of the evaluation read. Before each request the referee draws, for
+//     each call it is about to make, a new set from the problem's integrity
+//     draw (Problem::make_integrity_inputs: its own preconditions), seeded
+//     from a nonce the ranks' referees agree on through their store (a
+//     contestant never sees it), and copies it into that call's input group
+//     of both sides while neither side runs: call k of a round reads the same
+//     contents on either side. The draw and the copies are outside every
+//     timed window; their cost is recorded (`draw_us` per call).
+//  2. Each call's outputs are copied aside after its end event (the events
+//     bracket the call alone: IterationTimer, split). After both sides'
+//     segments of a round the referee picks calls at random (each with
+//     probability 1/4, at least one a round; the ranks' referees pick alike,
+//     from a seed they agree on and no contestant sees), and compares the candidate's outputs of those calls with the
+//     reference's on the same contents: a candidate cannot tell a checked
+//     call from another. A mismatch is the evaluation's output_mismatch.
+//  3. Adaptive stopping (nvbench's --max-noise, --min-samples, --max-time):
+//     per side, warm-up batches until two in a row agree within 10% per call
+//     (by the referee's clock) or a quarter of the side's time is spent; then
+//     rounds of one segment per side, alternated C R R C as published, until
+//     the side has at least min_samples samples and the 95% confidence
+//     interval of its median is within max_noise of it, or its time
+//     (warm-up and segments, by the referee's clock) reaches max_time. Every
+//     stop is agreed across ranks (all ranks make the same calls). The record
+//     carries the samples, the noise reached and whether it met the target.
+//  4. Segments: S calls, S from the reference's fastest trial call (about
+//     kSegmentTargetUs of calls, 4..32); input groups: P >= S, and enough that
+//     cycling them exceeds 3x the last-level cache (step 1 of the published
+//     protocol), within a memory budget (both sides' groups and kept
+//     outputs); segment k uses groups kS .. kS+S-1 mod P.
+// Steps 3-5 of NOTE [timing protocol] (gate, head start, events, wall-clock
+// and referee cross-checks) hold unchanged; the referee's allowance adds the
+// copies of step 2 (kKeptCopyBytesPerUs).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "worker/compare.h"
+#include "worker/timing.h"
+
+namespace pkb {
+
+struct FreshTimingOptions {
+  double max_noise = 0.005;  // relative half-width of the median's 95% confidence interval
+  int min_samples = 16;
+  double max_time_s = 0.5;   // per side, warm-up included, by the referee's clock
+  double call_us = 1000;     // the reference's fastest trial call (sizes the segments)
+  double out_bytes = 0;      // one call's outputs (the trials'), for the memory budget and the allowance
+  double memory_budget_bytes = 512.0 * (1 << 20);  // both sides' groups and kept outputs
+  TimingOptions base;        // cache, gates, wall ratio (NOTE [timing protocol])
+  // Seeds the choice of the checked calls: the same on every rank (a check
+  // whose reference runs anew is a collective call), and never sent to a
+  // contestant, so that no candidate can tell which calls will be checked.
+  uint64_t pick_seed = 0;
+  // Announces a phase of the timing that makes about `calls` calls of each side.
+  std::function<void(int calls)> phase;
+};
+
+inline constexpr double kSegmentTargetUs = 2000;
+inline constexpr int kMinSegmentCalls = 4, kMaxSegmentCalls = 32;
+inline constexpr int kMaxRounds = 2000, kMaxWarmBatches = 50;
+// The referee's allowance for the copies of step 2 (conservative: a
+// device-to-device copy runs at several hundred GB/s, a CPU memcpy at GB/s).
+inline constexpr double kKeptCopyBytesPerUs = 100e3, kKeptCopyBytesPerUsCpu = 500;
+
+// Contents of the timing draw number `k` (0, 1, ...) for this rank.
+using DrawFn = std::function<Inputs(int64_t k)>;
+// The candidate's outputs against the reference's on the same contents.
+using CheckFn = std::function<CompareResult(const Outputs& want, const Outputs& got)>;
+
+// Half the width of the distribution-free 95% confidence interval of the
+// median of `v` (order statistics n/2 -+ 0.98 sqrt(n)), over the median;
+// infinite with fewer than two samples.
+double median_noise(std::vector<double> v);
+
+// Steps 3-4: how many calls a segment makes and how many input groups rotate.
+struct FreshLayout {
+  int segment_calls = kMinSegmentCalls;
+  int groups = 1;
+};
+FreshLayout fresh_layout(double call_us, double in_bytes, double out_bytes, double cache_bytes, double budget_bytes);
+
+struct FreshResult {
+  TimingResult timing;  // stats, samples, the candidate's last input group
+  FreshLayout layout;
+  int rounds = 0;
+  int64_t draws = 0;
+  double draw_us = 0;   // per draw, with its copies into both sides' groups
+  int checked = 0;      // timed calls checked against the reference
+  bool check_failed = false;
+  std::string check_reason;  // the first failing check's
+  bool noise_met_cand = false, noise_met_ref = false;
+};
+
+FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, LocalSide& ref, const DrawFn& draw,
+                       const CheckFn& check, const FreshTimingOptions& opts);
+
+}  // namespace pkb

@@ -5,13 +5,13 @@
 # in harness/src/worker/timing_fresh.h). Sample 0 is the honest code the
 # others wrap; 1-3 remember answers keyed on input contents and count their
 # hits in $PKB_ATTACK_DIR/memoK.<pid>; 4 answers from the call count.
-# Published: every content memo hits and is more than 3x faster than sample 0
-# -- the hole, shown, so that this test sees it reopen. Fresh: no memo ever
-# hits (so it gains nothing: it does sample 0's work and more), and sample 4
-# fails a timed call checked after the fact (not a later check). On CUDA,
-# where times are precise, each fresh memo's speedup is also within 20% of
-# sample 0's; on CPU two evaluations' speedups differ by 2-6x beside other
-# tests (measured), so they are printed, not checked.
+# Published: every content memo hits (on CPU it is then more than 3x faster
+# than sample 0) -- the hole, shown, so that this test sees it reopen. Fresh:
+# no memo ever hits (so it gains nothing: it does sample 0's work and more),
+# and sample 4 fails a timed call checked after the fact (not a later check).
+# On CUDA, where times are precise, a fresh memo that is correct has a speedup
+# within 20% of sample 0's; on CPU two evaluations' speedups differ by 2-6x
+# beside other tests (measured), so they are printed, not checked.
 set -u
 pkb=$1 dir=$2 np=$3 fixtures=$4 device=${5:-cpu} problem=${6:-1}
 shift $(( $# < 6 ? $# : 6 ))
@@ -52,11 +52,16 @@ def load(path):
     except FileNotFoundError:
         return {}
 pub, fresh = load(sys.argv[1]), load(sys.argv[2])
+# On the GPU a memo's calls wait for the device (its sampled look is a copy to
+# the host) and its warm-up calls outlast its timed ones: its referee's clock
+# may call it timing_anomaly (NOTE [timing protocol], step 5), a failing
+# outcome, under either protocol.
+memo_ok = {"correct", "timing_anomaly"} if device == "cuda" else {"correct"}
 for name, recs in (("published", pub), ("fresh", fresh)):
     check(len(recs) == count, f"{name}: {len(recs)} records of {count}")
     for s, r in sorted(recs.items()):
-        want = "output_mismatch" if s == 4 else "correct"
-        check(r["outcome"] == want, f"{name}: sample {s} {r['outcome']} (expected {want}) {r.get('reason', '')[:160]}")
+        want = {"output_mismatch"} if s == 4 else memo_ok if s in (1, 2, 3) else {"correct"}
+        check(r["outcome"] in want, f"{name}: sample {s} {r['outcome']} (expected {'|'.join(sorted(want))}) {r.get('reason', '')[:160]}")
 if 4 in fresh:
     check("checked after the fact" in fresh[4].get("reason", ""), "fresh: sample 4 failed a timed call's check")
 def sp(recs, s):
@@ -69,15 +74,16 @@ for s in (1, 2, 3):
     check(hp is not None and hp[0] > 0, f"published: memo {s} hit (hits (at least), misses over the ranks: {hp})")
     check(hf is not None and hf[0] == 0 and hf[1] > 0, f"fresh: memo {s} never hit (hits, misses: {hf})")
     p, f, p0, f0 = sp(pub, s), sp(fresh, s), sp(pub, 0), sp(fresh, 0)
-    if None in (p, f, p0, f0):
-        check(False, f"sample {s}: speedups missing (published {p}, fresh {f}; sample 0: {p0}, {f0})")
-        continue
-    check(p > 3 * p0, f"published: memo {s} gains ({p:.2f}x against {p0:.2f}x without it)")
-    line = f"fresh: memo {s} {f:.2f}x against {f0:.2f}x without it"
-    if device == "cuda":
-        check(f <= 1.2 * f0, line + " (within 20%)")
+    if device != "cuda":
+        if None in (p, f, p0, f0):
+            check(False, f"sample {s}: speedups missing (published {p}, fresh {f}; sample 0: {p0}, {f0})")
+            continue
+        check(p > 3 * p0, f"published: memo {s} gains ({p:.2f}x against {p0:.2f}x without it)")
+        print(f"info fresh: memo {s} {f:.2f}x against {f0:.2f}x without it")
+    elif f is not None and f0 is not None:
+        check(f <= 1.2 * f0, f"fresh: memo {s} {f:.2f}x against {f0:.2f}x without it (within 20%)")
     else:
-        print("info " + line)
+        print(f"info fresh: memo {s} {fresh.get(s, {}).get('outcome')} (no speedup); published {pub.get(s, {}).get('outcome')} {p}")
 sys.exit(bad)
 PY
 for f in "$dir/published.jsonl" "$dir/fresh.jsonl"; do

@@ -30,11 +30,13 @@
 
 namespace pkb {
 
-// Integers in [lo, hi] drawn from the (already seeded) default generator,
+// Integers in [lo, hi] drawn from the (already seeded) default generator of
+// `opts`' device (on the GPU the CUDA one: every timed call draws anew, NOTE
+// [fresh inputs] in worker/timing_fresh.h, so a draw must be cheap),
 // converted to `opts`' dtype: exact in bf16 when |v| <= 256.
 inline at::Tensor integrity_small_integers(at::IntArrayRef shape, int64_t lo, int64_t hi,
                                            const at::TensorOptions& opts) {
-  return at::randint(lo, hi + 1, shape, at::TensorOptions().dtype(at::kLong)).to(opts);
+  return at::randint(lo, hi + 1, shape, at::TensorOptions().dtype(at::kLong).device(opts.device())).to(opts);
 }
 
 }  // namespace pkb

@@ -21,7 +21,7 @@ struct RunOptions {
   // NOTE [fresh inputs] (worker/timing_fresh.h): "fresh" (default) or
   // "published" (NOTE [timing protocol]: --warmup, --iters, --rounds).
   std::string timing = "fresh";
-  double max_noise_pct = 0.5;    // fresh: the median's 95% CI half-width, percent
+  double max_noise_pct = 1.0;    // fresh: the median's 95% CI half-width, percent
   int min_samples = 16;          // fresh: per side, at least
   double max_time_s = 0.5;       // fresh: per side, warm-up included
   int warmup = -1;               // -1: 500 (cuda), 10 (cpu)

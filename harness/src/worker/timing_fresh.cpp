@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "pkb/check.h"
@@ -38,12 +39,15 @@ struct SideState {
 };
 
 // Every rank's flags for the sides, in one exchange; a side is done only
-// where every rank says so (all ranks make the same calls).
-void agree(RankPeers& peers, const std::string& key, bool* c, bool* r) {
-  auto all = peers.exchange(key, std::string(*c ? "1" : "0") + (*r ? "1" : "0"));
+// where every rank says so (all ranks make the same calls), and a failed
+// check on any rank ends the timing on all (*failed).
+void agree(RankPeers& peers, const std::string& key, bool* c, bool* r, bool* failed = nullptr) {
+  const bool f = failed && *failed;
+  auto all = peers.exchange(key, std::string(*c ? "1" : "0") + (*r ? "1" : "0") + (f ? "1" : "0"));
   for (const auto& v : all) {
-    if (v.size() != 2 || v[0] != '1') *c = false;
-    if (v.size() != 2 || v[1] != '1') *r = false;
+    if (v.size() != 3 || v[0] != '1') *c = false;
+    if (v.size() != 3 || v[1] != '1') *r = false;
+    if (failed && (v.size() != 3 || v[2] == '1')) *failed = true;
   }
 }
 
@@ -77,6 +81,20 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   FreshResult res;
   const double in_bytes = tensor_bytes(inputs);
   res.layout = fresh_layout(opts.call_us, in_bytes, opts.out_bytes, o.cache_bytes, opts.memory_budget_bytes);
+  // Every rank makes the same calls: the smallest layout of any rank (each
+  // sizes its own from its clock, inputs and free memory).
+  {
+    auto all = peers.exchange("timing/layout", std::to_string(res.layout.segment_calls) + " " +
+                                                   std::to_string(res.layout.groups));
+    for (const auto& v : all) {
+      int s_calls = 0, groups = 0;
+      PKB_CHECK(std::sscanf(v.c_str(), "%d %d", &s_calls, &groups) == 2 && s_calls >= 1 && groups >= 1,
+                "a rank's timing layout is unreadable: '", v, "'");
+      res.layout.segment_calls = std::min(res.layout.segment_calls, s_calls);
+      res.layout.groups = std::min(res.layout.groups, groups);
+    }
+    res.layout.segment_calls = std::min(res.layout.segment_calls, res.layout.groups);
+  }
   const int S = res.layout.segment_calls, P = res.layout.groups;
   res.timing.groups = P;
   res.timing.input_bytes = in_bytes;
@@ -95,6 +113,8 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   };
   // Step 1: new contents for groups first .. first+n-1 (mod P), the same on
   // both sides.
+  // Its cost counts in the time of the sides it serves (half each), so that
+  // --max-time bounds what an evaluation spends, draws included.
   double draw_us = 0;
   auto refill = [&](int first, int n) {
     cand.pause();
@@ -106,7 +126,11 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
       ref.refill(g, fresh);
     }
     peers.device_sync();
-    draw_us += us_since(t0);
+    const double dt = us_since(t0);
+    draw_us += dt;
+    const int serving = (c.done ? 0 : 1) + (r.done ? 0 : 1);
+    for (SideState* s : {&c, &r})
+      if (!s->done && serving) s->time_us += dt / serving;
   };
   auto announce = [&](int calls) {
     if (opts.phase) opts.phase(calls);
@@ -209,9 +233,10 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
       bool stop = floor && (s->noise_met || s->time_us >= opts.max_time_s * 1e6);
       (s == &c ? done_c : done_r) = stop;
     }
-    agree(peers, "timing/" + std::to_string(k) + "/done", &done_c, &done_r);
-    c.done = done_c || res.check_failed;
-    r.done = done_r || res.check_failed;
+    bool failed_any = res.check_failed;
+    agree(peers, "timing/" + std::to_string(k) + "/done", &done_c, &done_r, &failed_any);
+    c.done = done_c || failed_any;
+    r.done = done_r || failed_any;
     res.rounds = k + 1;
   }
   // The last outputs before the account closes: work a contestant deferred

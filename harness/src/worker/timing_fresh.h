@@ -27,14 +27,16 @@
 //     rounds of one segment per side, alternated C R R C as published, until
 //     the side has at least min_samples samples and the 95% confidence
 //     interval of its median is within max_noise of it, or its time
-//     (warm-up and segments, by the referee's clock) reaches max_time. Every
+//     (warm-up and segments, by the referee's clock, and half of each draw
+//     it shares) reaches max_time. Every
 //     stop is agreed across ranks (all ranks make the same calls). The record
 //     carries the samples, the noise reached and whether it met the target.
 //  4. Segments: S calls, S from the reference's fastest trial call (about
 //     kSegmentTargetUs of calls, 4..32); input groups: P >= S, and enough that
 //     cycling them exceeds 3x the last-level cache (step 1 of the published
 //     protocol), within a memory budget (both sides' groups and kept
-//     outputs); segment k uses groups kS .. kS+S-1 mod P.
+//     outputs); segment k uses groups kS .. kS+S-1 mod P. The ranks take the
+//     smallest S and P any of them found (their clocks differ).
 // Steps 3-5 of NOTE [timing protocol] (gate, head start, events, wall-clock
 // and referee cross-checks) hold unchanged; the referee's allowance adds the
 // copies of step 2 (kKeptCopyBytesPerUs).
@@ -50,7 +52,7 @@
 namespace pkb {
 
 struct FreshTimingOptions {
-  double max_noise = 0.005;  // relative half-width of the median's 95% confidence interval
+  double max_noise = 0.01;  // relative half-width of the median's 95% confidence interval
   int min_samples = 16;
   double max_time_s = 0.5;   // per side, warm-up included, by the referee's clock
   double call_us = 1000;     // the reference's fastest trial call (sizes the segments)

@@ -448,7 +448,7 @@ class RankRun {
   // NOTE [fresh inputs] (worker/timing_fresh.h).
   Inputs perf_fresh(const Inputs& inputs) {
     FreshTimingOptions fo;
-    fo.max_noise = job_.j.value("max_noise", 0.005);
+    fo.max_noise = job_.j.value("max_noise", 0.01);
     fo.min_samples = job_.j.value("min_samples", 16);
     fo.max_time_s = job_.j.value("max_time_s", 0.5);
     fo.call_us = t_ref_s_ > 0 ? t_ref_s_ * 1e6 : 1000;

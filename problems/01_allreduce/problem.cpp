@@ -8,21 +8,14 @@ namespace {
 
 using namespace pkb::blocks;
 
-class AllReduce : public pkb::Problem {
+class AllReduce : public RankConstantCollective {
  public:
+  AllReduce() : RankConstantCollective(kSummed) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{1, "allreduce", "Sum all-reduce of a constant matrix",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return rank_constant_inputs(req, req.m);
-  }
-
-  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return integers_for_sums(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

@@ -7,21 +7,14 @@ namespace {
 
 using namespace pkb::blocks;
 
-class AllGather : public pkb::Problem {
+class AllGather : public RankConstantCollective {
  public:
+  AllGather() : RankConstantCollective(kMoved) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{2, "allgather", "All-gather of equal-size matrices into a stacked tensor",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return rank_constant_inputs(req, req.m);
-  }
-
-  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return integers_for_moved_data(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

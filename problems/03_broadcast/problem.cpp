@@ -9,21 +9,14 @@ using namespace pkb::blocks;
 
 constexpr int kSrc = 0;
 
-class Broadcast : public pkb::Problem {
+class Broadcast : public RankConstantCollective {
  public:
+  Broadcast() : RankConstantCollective(kMoved) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{3, "broadcast", "Broadcast from rank 0",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return rank_constant_inputs(req, req.m);
-  }
-
-  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return integers_for_moved_data(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

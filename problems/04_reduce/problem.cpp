@@ -13,8 +13,10 @@ using namespace pkb::blocks;
 
 constexpr int kRoot = 0;  // make_inputs always passes dst = 0
 
-class Reduce : public pkb::Problem {
+class Reduce : public RankConstantCollective {
  public:
+  Reduce() : RankConstantCollective(kSummed) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{4, "reduce", "Sum reduce to rank 0",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
@@ -22,14 +24,9 @@ class Reduce : public pkb::Problem {
   }
 
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in = rank_constant_inputs(req, req.m);
+    pkb::Inputs in = RankConstantCollective::make_inputs(req);
     in.add("dst", int64_t{0});
     return in;
-  }
-
-  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return integers_for_sums(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

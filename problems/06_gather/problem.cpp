@@ -10,21 +10,14 @@ using namespace pkb::blocks;
 
 constexpr int kDst = 0;
 
-class Gather : public pkb::Problem {
+class Gather : public RankConstantCollective {
  public:
+  Gather() : RankConstantCollective(kMoved) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{6, "gather", "Gather to rank 0 as a stacked tensor",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return rank_constant_inputs(req, req.m);
-  }
-
-  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return integers_for_moved_data(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

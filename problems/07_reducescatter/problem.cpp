@@ -8,21 +8,14 @@ namespace {
 
 using namespace pkb::blocks;
 
-class ReduceScatter : public pkb::Problem {
+class ReduceScatter : public RankConstantCollective {
  public:
+  ReduceScatter() : RankConstantCollective(kSummed, true) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{7, "reducescatter", "Sum reduce-scatter along rows",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return rank_constant_inputs(req, req.world * req.m);
-  }
-
-  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return integers_for_sums(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

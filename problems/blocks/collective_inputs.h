@@ -25,4 +25,26 @@ inline Inputs rank_constant_inputs(const InputRequest& req, int64_t rows, const 
 inline Inputs integers_for_moved_data(Inputs in) { return integrity_replace_tensors(std::move(in), -100, 100); }
 inline Inputs integers_for_sums(Inputs in) { return integrity_replace_tensors(std::move(in), -4, 4); }
 
+// A collective primitive whose published input is this rank's constant
+// (01-04, 06, 07): (M, N), or (W·M, N) with `world_rows`.
+class RankConstantCollective : public Problem {
+ public:
+  Inputs make_inputs(const InputRequest& req) const override {
+    return rank_constant_inputs(req, world_rows_ ? req.world * req.m : req.m);
+  }
+
+  // NOTE [constant collective inputs].
+  Inputs make_integrity_inputs(const InputRequest& req) const override {
+    return data_ == kSummed ? integers_for_sums(make_inputs(req)) : integers_for_moved_data(make_inputs(req));
+  }
+
+ protected:
+  enum Data { kMoved, kSummed };
+  explicit RankConstantCollective(Data data, bool world_rows = false) : data_(data), world_rows_(world_rows) {}
+
+ private:
+  Data data_;
+  bool world_rows_;
+};
+
 }  // namespace pkb::blocks

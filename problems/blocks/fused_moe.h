@@ -14,13 +14,12 @@
 #include <utility>
 #include <vector>
 
+#include "../blocks/moe_routing.h"
 #include "pkb/problem.h"
 #include "pkb/published_on.h"
 
 namespace pkb::blocks {
 
-constexpr int64_t kNumExperts = 8;
-constexpr int64_t kTopK = 2;
 constexpr int64_t kInterDim = 128;
 
 // torch.nn.Linear(in, out) as built by the published input generator: on the
@@ -87,10 +86,7 @@ inline std::tuple<at::Tensor, at::Tensor> router_topk(const at::Tensor& probs, i
 
 class FusedMoeForward : public Problem, public PublishedOn {
  public:
-  std::string check_world(int world) const override {
-    if (world < 1 || kNumExperts % world != 0) return "the world size must divide the 8 experts";
-    return "";
-  }
+  std::string check_world(int world) const override { return moe_experts_check(world); }
 
   Outputs reference(Context& ctx, Collectives& comm, const Inputs& in) const override {
     return forward(comm, in, /*cpu_order=*/false);

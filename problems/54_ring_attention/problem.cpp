@@ -59,9 +59,7 @@ class RingAttention : public pkb::Problem {
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& q = in.tensor(0);
-    const double scale = std::holds_alternative<pkb::None>(in.at(3).value)
-                             ? std::pow(static_cast<double>(q.size(-1)), -0.5)
-                             : in.real(3);
+    const double scale = softmax_scale(in, 3, q.size(-1));
     const bool causal = in.boolean(4);
     Ring ring;
     ring.group = pkb::kWorld;

@@ -64,21 +64,9 @@ class RingAttentionTp : public pkb::Problem {
   pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const {
     const int64_t tp = tp_size(req.world), cp = req.world / tp;
     const int64_t tp_rank = req.rank % tp, cp_rank = req.rank / tp;
-    const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
-    const int64_t s = std::max<int64_t>(1, t / cp), hl = kHeads / tp, dm = kHeads * kHeadDim;
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    at::manual_seed(base + static_cast<uint64_t>(cp_rank));
-    at::Tensor hidden = at::randn({b, s, dm}, opts);
-    at::manual_seed(base + 10000 + static_cast<uint64_t>(tp_rank));
-    at::Tensor w_qkv = at::randn({3 * hl * kHeadDim, dm}, opts) * 0.02;
-    at::Tensor w_o = at::randn({dm, hl * kHeadDim}, opts) * 0.02;
     pkb::Inputs in;
-    in.add("hidden_states", hidden);
-    in.add("w_qkv", w_qkv);
-    in.add("w_o", w_o);
-    in.add("num_heads", kHeads);
-    in.add("softmax_scale", pkb::None{});
-    in.add("causal", true);
+    add_attention_layer_inputs(in, req, cp, kHeads / tp, base + static_cast<uint64_t>(cp_rank),
+                               base + 10000 + static_cast<uint64_t>(tp_rank));
     in.add("tp_group", pkb::GroupRanks{iota(cp_rank * tp, 1, tp)});
     in.add("cp_group", pkb::GroupRanks{iota(tp_rank, tp, cp)});
     return in;
@@ -97,9 +85,7 @@ class RingAttentionTp : public pkb::Problem {
 
     const int64_t tp = static_cast<int64_t>(tp_ranks.ranks.size());
     const int64_t hl = num_heads / tp, hd = w_qkv.size(0) / 3 / hl;
-    const double scale = std::holds_alternative<pkb::None>(in.at(4).value)
-                             ? std::pow(static_cast<double>(hd), -0.5)
-                             : in.real(4);
+    const double scale = softmax_scale(in, 4, hd);
     at::Tensor out = ring_attention_layer(comm, ring, hidden, w_qkv, w_o, hl, scale, causal);
     if (tp > 1) comm.all_reduce(out, pkb::ReduceOp::kSum, tp_group);
     return {out};
@@ -114,19 +100,12 @@ class RingAttentionTp : public pkb::Problem {
   //   FLOPs:  projections 2·B·S·Dm·(3·Hl·D + Hl·D); attention of the busiest
   //           CP rank, cp blocks of 4·B·Hl·S²·D.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden = in.tensor(0);
-    const at::Tensor& w_qkv = in.tensor(1);
-    const at::Tensor& w_o = in.tensor(2);
     const double tp = static_cast<double>(in.group(6).ranks.size());
     const double cp = static_cast<double>(in.group(7).ranks.size());
-    const double b = hidden.size(0), s = hidden.size(1), dm = hidden.size(2);
-    const double hld = static_cast<double>(w_o.size(1)), hl = hld / kHeadDim, d = kHeadDim;
-    const double x = b * s * hld, e = static_cast<double>(hidden.element_size());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (cp - 1) * 2.0 * x * e + (tp > 1 ? 2.0 * (tp - 1) / tp * b * s * dm * e : 0.0);
-    c.hbm_bytes_per_rank = (b * s * dm + static_cast<double>(w_qkv.numel() + w_o.numel()) + 6.0 * x + b * s * dm) * e +
-                           cp * (3.0 * x * e + 16.0 * b * hl * s * s + 12.0 * x);
-    c.flops_per_rank = 2.0 * b * s * dm * (4.0 * hld) + cp * 4.0 * b * hl * s * s * d;
+    const at::Tensor& hidden = in.tensor(0);
+    const double b = hidden.size(0), s = hidden.size(1), dm = hidden.size(2), e = hidden.element_size();
+    pkb::Cost c = ring_attention_layer_cost(in, cp, static_cast<double>(in.tensor(2).size(1)) / kHeadDim, kHeadDim);
+    c.nvlink_bytes_per_rank += tp > 1 ? 2.0 * (tp - 1) / tp * b * s * dm * e : 0.0;
     return c;
   }
 

@@ -63,21 +63,9 @@ class RingAttentionPp : public pkb::Problem {
   pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const {
     const int64_t pp = pp_size(req.world), cp = req.world / pp;
     const int64_t cp_rank = req.rank % cp, pp_rank = req.rank / cp;
-    const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
-    const int64_t s = std::max<int64_t>(1, t / cp), dm = kHeads * kHeadDim;
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    at::manual_seed(base + static_cast<uint64_t>(cp_rank));
-    at::Tensor hidden = at::randn({b, s, dm}, opts);
-    at::manual_seed(base + 20000 + static_cast<uint64_t>(pp_rank));
-    at::Tensor w_qkv = at::randn({3 * kHeads * kHeadDim, dm}, opts) * 0.02;
-    at::Tensor w_o = at::randn({dm, kHeads * kHeadDim}, opts) * 0.02;
     pkb::Inputs in;
-    in.add("hidden_states", hidden);
-    in.add("w_qkv", w_qkv);
-    in.add("w_o", w_o);
-    in.add("num_heads", kHeads);
-    in.add("softmax_scale", pkb::None{});
-    in.add("causal", true);
+    add_attention_layer_inputs(in, req, cp, kHeads, base + static_cast<uint64_t>(cp_rank),
+                               base + 20000 + static_cast<uint64_t>(pp_rank));
     in.add("cp_group", pkb::GroupRanks{iota(pp_rank * cp, 1, cp)});
     in.add("pp_group", pkb::GroupRanks{iota(cp_rank, cp, pp)});
     return in;
@@ -90,9 +78,7 @@ class RingAttentionPp : public pkb::Problem {
     const int64_t num_heads = in.integer(3);
     const bool causal = in.boolean(5);
     const int64_t hd = w_qkv.size(0) / 3 / num_heads;
-    const double scale = std::holds_alternative<pkb::None>(in.at(4).value)
-                             ? std::pow(static_cast<double>(hd), -0.5)
-                             : in.real(4);
+    const double scale = softmax_scale(in, 4, hd);
     build_layout(comm);
     const Ring ring = ring_of(comm, layout_.resolve(comm, in.group(6)), in.group(6).ranks);
 
@@ -134,21 +120,14 @@ class RingAttentionPp : public pkb::Problem {
   //   FLOPs:  projections 2·B·S·Dm·4·H·D; attention of the busiest CP rank,
   //           cp blocks of 4·B·H·S²·D.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden = in.tensor(0);
-    const at::Tensor& w_qkv = in.tensor(1);
-    const at::Tensor& w_o = in.tensor(2);
     const double cp = static_cast<double>(in.group(6).ranks.size());
     const double pp = std::holds_alternative<pkb::None>(in.at(7).value)
                           ? 1.0
                           : static_cast<double>(in.group(7).ranks.size());
-    const double b = hidden.size(0), s = hidden.size(1), dm = hidden.size(2);
-    const double hd = static_cast<double>(w_o.size(1)), h = static_cast<double>(kHeads), d = hd / h;
-    const double x = b * s * hd, e = static_cast<double>(hidden.element_size());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (cp - 1) * 2.0 * x * e + (pp > 1 ? b * s * dm * e : 0.0);
-    c.hbm_bytes_per_rank = (b * s * dm + static_cast<double>(w_qkv.numel() + w_o.numel()) + 6.0 * x + b * s * dm) * e +
-                           cp * (3.0 * x * e + 16.0 * b * h * s * s + 12.0 * x);
-    c.flops_per_rank = 2.0 * b * s * dm * (4.0 * hd) + cp * 4.0 * b * h * s * s * d;
+    const at::Tensor& hidden = in.tensor(0);
+    const double b = hidden.size(0), s = hidden.size(1), dm = hidden.size(2), e = hidden.element_size();
+    pkb::Cost c = ring_attention_layer_cost(in, cp, kHeads, static_cast<double>(in.tensor(2).size(1)) / kHeads);
+    c.nvlink_bytes_per_rank += pp > 1 ? b * s * dm * e : 0.0;
     return c;
   }
 

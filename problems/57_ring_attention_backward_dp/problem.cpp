@@ -163,9 +163,7 @@ class RingAttentionBackwardDp : public pkb::Problem {
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& dout = in.tensor(0);
     const at::Tensor& q = in.tensor(1);
-    const double scale = std::holds_alternative<pkb::None>(in.at(6).value)
-                             ? std::pow(static_cast<double>(q.size(-1)), -0.5)
-                             : in.real(6);
+    const double scale = softmax_scale(in, 6, q.size(-1));
     const bool causal = in.boolean(7);
     build_layout(comm);
     const Ring ring = ring_of(comm, layout_.resolve(comm, in.group(8)), in.group(8).ranks);

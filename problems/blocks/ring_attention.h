@@ -4,12 +4,16 @@
 // sigmoid / log-sigmoid out/LSE merge. All attention math is fp32.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "pkb/check.h"
 #include "pkb/collectives.h"
+#include "pkb/problem.h"
 
 namespace pkb::blocks {
 
@@ -131,6 +135,57 @@ inline at::Tensor ring_attention_layer(Collectives& comm, const Ring& ring, cons
   at::Tensor ctx = ring_attn_forward(comm, ring, parts[0].contiguous(), parts[1].contiguous(),
                                      parts[2].contiguous(), scale, causal);
   return at::linear(ctx.reshape({b, s, -1}), w_o);
+}
+
+// softmax_scale argument `i`: None (the published default) is head_dim^-0.5.
+inline double softmax_scale(const Inputs& in, size_t i, int64_t head_dim) {
+  return std::holds_alternative<None>(in.at(i).value) ? std::pow(static_cast<double>(head_dim), -0.5) : in.real(i);
+}
+
+// The attention-layer problems' (55, 56) first arguments, bf16 as published:
+// hidden_states (B, S, 8·64) randn under seed `hidden_seed`, then w_qkv
+// (3·heads·64, 8·64) and w_o (8·64, heads·64), both randn · 0.02, under
+// `weight_seed`; B = max(1, M/64), S = max(1, max(1, N/64) / cp); then
+// num_heads 8, softmax_scale None, causal true.
+inline void add_attention_layer_inputs(Inputs& in, const InputRequest& req, int64_t cp, int64_t heads,
+                                       uint64_t hidden_seed, uint64_t weight_seed) {
+  constexpr int64_t kH = 8, kD = 64;
+  const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
+  const int64_t s = std::max<int64_t>(1, t / cp), dm = kH * kD;
+  auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+  at::manual_seed(hidden_seed);
+  at::Tensor hidden = at::randn({b, s, dm}, opts);
+  at::manual_seed(weight_seed);
+  at::Tensor w_qkv = at::randn({3 * heads * kD, dm}, opts) * 0.02;
+  at::Tensor w_o = at::randn({dm, heads * kD}, opts) * 0.02;
+  in.add("hidden_states", hidden);
+  in.add("w_qkv", w_qkv);
+  in.add("w_o", w_o);
+  in.add("num_heads", kH);
+  in.add("softmax_scale", None{});
+  in.add("causal", true);
+}
+
+// The cost model of an attention layer around a ring of cp ranks (55, 56),
+// its heads local heads of head_dim (X = B·S·heads·head_dim elements of one
+// local q/k/v block, e its element size): NVLink the ring's K and V forwarded
+// cp-1 times, (cp-1)·2·X·e (the caller adds its own hand-off or reduction);
+// HBM hidden read, W_qkv and W_o read, qkv written and read, output written,
+// and the attention as problem 54 over cp blocks; FLOPs the projections
+// 2·B·S·Dm·4·heads·head_dim and cp blocks of 4·B·heads·S²·head_dim.
+inline Cost ring_attention_layer_cost(const Inputs& in, double cp, double heads, double head_dim) {
+  const at::Tensor& hidden = in.tensor(0);
+  const at::Tensor& w_qkv = in.tensor(1);
+  const at::Tensor& w_o = in.tensor(2);
+  const double b = hidden.size(0), s = hidden.size(1), dm = hidden.size(2);
+  const double hd = static_cast<double>(w_o.size(1)), h = heads, d = head_dim;
+  const double x = b * s * hd, e = static_cast<double>(hidden.element_size());
+  Cost c;
+  c.nvlink_bytes_per_rank = (cp - 1) * 2.0 * x * e;
+  c.hbm_bytes_per_rank = (b * s * dm + static_cast<double>(w_qkv.numel() + w_o.numel()) + 6.0 * x + b * s * dm) * e +
+                         cp * (3.0 * x * e + 16.0 * b * h * s * s + 12.0 * x);
+  c.flops_per_rank = 2.0 * b * s * dm * (4.0 * hd) + cp * 4.0 * b * h * s * s * d;
+  return c;
 }
 
 }  // namespace pkb::blocks

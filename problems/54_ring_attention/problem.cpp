@@ -33,11 +33,7 @@ class RingAttention : public pkb::Problem {
     return s;
   }
 
-  std::string check_world(int world) const override {
-    if (world < 1 || kHeads % world != 0)
-      return "the published harness asserts num_heads (8) % world_size == 0: W must divide 8";
-    return "";
-  }
+  std::string check_world(int world) const override { return ring_heads_check(world); }
 
   // RNG order as published: q, k, v (randn), each (B, S, 8, 64).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {

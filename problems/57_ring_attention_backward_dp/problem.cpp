@@ -62,12 +62,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ring_attn_backward(pkb::Collectiv
   at::Tensor dq, dk, dv, next_dk, next_dv;
   for (int step = 0; step < n; ++step) {
     at::Tensor next_k, next_v;
-    if (step + 1 != n) {
-      next_k = at::empty_like(k);
-      next_v = at::empty_like(v);
-      ring_shift(comm, ring, k, next_k, 0);
-      ring_shift(comm, ring, v, next_v, 1);
-    }
+    shift_kv(comm, ring, step, k, v, next_k, next_v);
     if (step <= ring.c || !causal) {
       auto [bdq, bdk, bdv] = local_attn_backward(dout, q, k, v, out, lse, scale, causal && step == 0);
       if (!dq.defined()) {
@@ -110,11 +105,7 @@ class RingAttentionBackwardDp : public pkb::Problem {
     return s;
   }
 
-  std::string check_world(int world) const override {
-    if (world < 1 || kHeads % world != 0)
-      return "the published harness asserts num_heads (8) % world_size == 0: W must divide 8";
-    return "";
-  }
+  std::string check_world(int world) const override { return ring_heads_check(world); }
 
   // Seed as published: 42 + 58·1000 + 100·dp_idx + cp_idx + 1 000 003·trial
   // (unique per rank); q, k, v, dout drawn in that order. out and

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -50,6 +51,25 @@ inline void ring_shift(Collectives& comm, const Ring& ring, const at::Tensor& ou
     comm.recv(in, ring.prev(), tag, ring.group);
     comm.send(out, ring.next(), tag, ring.group);
   }
+}
+
+// The published harnesses of 54 and 57 assert num_heads (8) % world_size == 0.
+inline std::string ring_heads_check(int world) {
+  if (world < 1 || 8 % world != 0)
+    return "the published harness asserts num_heads (8) % world_size == 0: W must divide 8";
+  return "";
+}
+
+// Posts step `step`'s K/V shift (the blocks the next step uses) before the
+// step's own block is computed, as RingComm overlaps them; none after the
+// last step of n.
+inline void shift_kv(Collectives& comm, const Ring& ring, int step, const at::Tensor& k, const at::Tensor& v,
+                     at::Tensor& next_k, at::Tensor& next_v) {
+  if (step + 1 == ring.size()) return;
+  next_k = at::empty_like(k);
+  next_v = at::empty_like(v);
+  ring_shift(comm, ring, k, next_k, 0);
+  ring_shift(comm, ring, v, next_v, 1);
 }
 
 // The (B, S, H, D) block q, k, v as fp32 (B, H, S, D), and the fp32 scores
@@ -105,12 +125,7 @@ inline at::Tensor ring_attn_forward(Collectives& comm, const Ring& ring, const a
   const int n = ring.size();
   for (int step = 0; step < n; ++step) {
     at::Tensor next_k, next_v;
-    if (step + 1 != n) {
-      next_k = at::empty_like(k);
-      next_v = at::empty_like(v);
-      ring_shift(comm, ring, k, next_k, 0);
-      ring_shift(comm, ring, v, next_v, 1);
-    }
+    shift_kv(comm, ring, step, k, v, next_k, next_v);
     if (!causal || step <= ring.c) {
       auto [block_out, block_lse] = local_attn(q, k, v, scale, causal && step == 0);
       merge_out_lse(out, lse, block_out, block_lse);

@@ -1,32 +1,21 @@
 // The published reference all-reduces a copy, so the input keeps its value and
 // the output is a fresh tensor. Inputs are small integers (r + 1) so the bf16
 // sum is exact for W <= 22 whatever order the adds happen in.
-#include "pkb/integrity.h"
+#include "../blocks/collective_inputs.h"
 #include "pkb/problem.h"
 
 namespace {
 
-class AllReduce : public pkb::Problem {
+using namespace pkb::blocks;
+
+class AllReduce : public RankConstantCollective {
  public:
+  AllReduce() : RankConstantCollective(kSummed) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{1, "allreduce", "Sum all-reduce of a constant matrix",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    pkb::Inputs in;
-    in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
-    return in;
-  }
-
-  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
-  // are constants per rank, which an answer from rank and world alone reproduces; these
-  // draw small integers in [-4, 4] per element, so every bf16 partial sum stays exact
-  // for W <= 64 (|sum| <= 256), different on every rank and trial.
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return pkb::integrity_replace_tensors(make_inputs(req), -4, 4);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

@@ -1,33 +1,22 @@
 // The published reference broadcasts a copy from rank 0, so every rank's input
 // keeps its value (r + 1) and every output is all 1.
-#include "pkb/integrity.h"
+#include "../blocks/collective_inputs.h"
 #include "pkb/problem.h"
 
 namespace {
 
+using namespace pkb::blocks;
+
 constexpr int kSrc = 0;
 
-class Broadcast : public pkb::Problem {
+class Broadcast : public RankConstantCollective {
  public:
+  Broadcast() : RankConstantCollective(kMoved) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{3, "broadcast", "Broadcast from rank 0",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    pkb::Inputs in;
-    in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
-    return in;
-  }
-
-  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
-  // are constants per rank, which an answer from rank and world alone reproduces; these
-  // draw integers in [-100, 100] per element (exact in bf16; the data is only moved),
-  // different on every rank and trial.
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return pkb::integrity_replace_tensors(make_inputs(req), -100, 100);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

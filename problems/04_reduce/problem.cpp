@@ -4,15 +4,19 @@
 // partial sums, while at 1024x1024 the catalog saw the input left untouched.
 // What a non-root returns is therefore an artefact of NCCL's algorithm choice,
 // not part of the task: only its shape and dtype are checked (values_checked).
-#include "pkb/integrity.h"
+#include "../blocks/collective_inputs.h"
 #include "pkb/problem.h"
 
 namespace {
 
+using namespace pkb::blocks;
+
 constexpr int kRoot = 0;  // make_inputs always passes dst = 0
 
-class Reduce : public pkb::Problem {
+class Reduce : public RankConstantCollective {
  public:
+  Reduce() : RankConstantCollective(kSummed) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{4, "reduce", "Sum reduce to rank 0",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
@@ -20,19 +24,9 @@ class Reduce : public pkb::Problem {
   }
 
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    pkb::Inputs in;
-    in.add("tensor", at::full({req.m, req.n}, req.rank + 1, opts));
+    pkb::Inputs in = RankConstantCollective::make_inputs(req);
     in.add("dst", int64_t{0});
     return in;
-  }
-
-  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
-  // are constants per rank, which an answer from rank and world alone reproduces; these
-  // draw small integers in [-4, 4] per element, so every bf16 partial sum stays exact
-  // for W <= 64 (|sum| <= 256), different on every rank and trial.
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return pkb::integrity_replace_tensors(make_inputs(req), -4, 4);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

@@ -1,10 +1,12 @@
 // Input shapes differ by rank, as in the published reference: only rank 0 holds
 // the (W, M, N) source; the others hold an (M, N) tensor of zeros that the
 // reference clones and scatters into, so it only fixes the output's shape.
-#include "pkb/integrity.h"
+#include "../blocks/collective_inputs.h"
 #include "pkb/problem.h"
 
 namespace {
+
+using namespace pkb::blocks;
 
 constexpr int kSrc = 0;
 
@@ -29,12 +31,9 @@ class Scatter : public pkb::Problem {
     return in;
   }
 
-  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
-  // are constants per rank, which an answer from rank and world alone reproduces; these
-  // draw integers in [-100, 100] per element (exact in bf16; the data is only moved),
-  // different on every rank and trial.
+  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return pkb::integrity_replace_tensors(make_inputs(req), -100, 100);
+    return integers_for_moved_data(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

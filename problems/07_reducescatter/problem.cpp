@@ -1,32 +1,21 @@
 // Each rank contributes W·M rows and keeps M of the summed rows (rank r gets
 // rows [rM, (r+1)M)). Inputs are small integers so the bf16 sum is exact for
 // W <= 22 whatever order the adds happen in.
-#include "pkb/integrity.h"
+#include "../blocks/collective_inputs.h"
 #include "pkb/problem.h"
 
 namespace {
 
-class ReduceScatter : public pkb::Problem {
+using namespace pkb::blocks;
+
+class ReduceScatter : public RankConstantCollective {
  public:
+  ReduceScatter() : RankConstantCollective(kSummed, true) {}
+
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{7, "reducescatter", "Sum reduce-scatter along rows",
                                     "Collective Primitive", "plain torch.distributed collective", "any"};
     return s;
-  }
-
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    pkb::Inputs in;
-    in.add("tensor", at::full({req.world * req.m, req.n}, req.rank + 1, opts));
-    return in;
-  }
-
-  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
-  // are constants per rank, which an answer from rank and world alone reproduces; these
-  // draw small integers in [-4, 4] per element, so every bf16 partial sum stays exact
-  // for W <= 64 (|sum| <= 256), different on every rank and trial.
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return pkb::integrity_replace_tensors(make_inputs(req), -4, 4);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

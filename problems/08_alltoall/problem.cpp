@@ -1,9 +1,11 @@
 // Values encode (source rank, destination slice) as 10·r + d, so a misrouted
 // slice shows up as a wrong value; they stay exact bf16 integers for W <= 24.
-#include "pkb/integrity.h"
+#include "../blocks/collective_inputs.h"
 #include "pkb/problem.h"
 
 namespace {
+
+using namespace pkb::blocks;
 
 class AllToAll : public pkb::Problem {
  public:
@@ -22,12 +24,9 @@ class AllToAll : public pkb::Problem {
     return in;
   }
 
-  // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published inputs
-  // are constants per rank, which an answer from rank and world alone reproduces; these
-  // draw integers in [-100, 100] per element (exact in bf16; the data is only moved),
-  // different on every rank and trial.
+  // NOTE [constant collective inputs] (blocks/collective_inputs.h).
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return pkb::integrity_replace_tensors(make_inputs(req), -100, 100);
+    return integers_for_moved_data(make_inputs(req));
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,

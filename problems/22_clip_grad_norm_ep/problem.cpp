@@ -3,6 +3,7 @@
 // grads are scaled by 1/ep_size first, then both lists are clipped. The grads
 // are not returned, but the harness reuses the inputs across timed calls, so
 // the mutation is part of the contract (see README).
+#include "../blocks/group_layout.h"
 #include <cmath>
 
 #include "pkb/integrity.h"
@@ -13,6 +14,8 @@
 #include <variant>
 
 namespace {
+
+using namespace pkb::blocks;
 
 class ClipGradNormEp : public pkb::Problem {
  public:
@@ -67,8 +70,8 @@ class ClipGradNormEp : public pkb::Problem {
     const double max_norm = in.real(2), norm_type = in.real(3);
     const int64_t ep_size = in.integer(4);
     build_layout(comm, ep_size);
-    const pkb::Group fsdp_group = resolve(comm, in.group(5));
-    const pkb::Group ep_fsdp_group = resolve(comm, in.group(6));
+    const pkb::Group fsdp_group = layout_.resolve(comm, in.group(5));
+    const pkb::Group ep_fsdp_group = layout_.resolve(comm, in.group(6));
     const bool has_ep_group = !std::holds_alternative<pkb::None>(in.at(7).value);
 
     if (ep_size > 1) ep.mul_(1.0 / static_cast<double>(ep_size));
@@ -76,7 +79,7 @@ class ClipGradNormEp : public pkb::Problem {
     comm.all_reduce(non_ep_total, pkb::ReduceOp::kSum, fsdp_group);
     at::Tensor ep_total = local_pth_sum(ep, norm_type);
     comm.all_reduce(ep_total, pkb::ReduceOp::kSum, ep_fsdp_group);
-    if (has_ep_group) comm.all_reduce(ep_total, pkb::ReduceOp::kSum, resolve(comm, in.group(7)));
+    if (has_ep_group) comm.all_reduce(ep_total, pkb::ReduceOp::kSum, layout_.resolve(comm, in.group(7)));
 
     at::Tensor total_norm = at::pow(non_ep_total + ep_total, 1.0 / norm_type);
     if ((total_norm > max_norm).item<bool>()) {
@@ -116,12 +119,6 @@ class ClipGradNormEp : public pkb::Problem {
   // over the whole world in one stage (ep_group None, ep_fsdp_group WORLD).
   static bool degenerate(int64_t world, int64_t ep_size) { return ep_size <= 1 || world % ep_size != 0; }
 
-  static std::vector<int64_t> iota(int64_t start, int64_t step, int64_t count) {
-    std::vector<int64_t> v(count);
-    for (int64_t i = 0; i < count; ++i) v[i] = start + i * step;
-    return v;
-  }
-
   // fp32 0-d accumulator of ||g||_p^p, as VeOmni's _local_pth_sum (one grad per list here).
   static at::Tensor local_pth_sum(const at::Tensor& g, double p) {
     at::Tensor acc = at::zeros({}, g.options().dtype(at::kFloat));
@@ -139,20 +136,10 @@ class ClipGradNormEp : public pkb::Problem {
     std::vector<std::vector<int64_t>> layout;
     for (int64_t blk = 0; blk < ep_fsdp_size; ++blk) layout.push_back(iota(blk * ep_size, 1, ep_size));
     for (int64_t ep_idx = 0; ep_idx < ep_size; ++ep_idx) layout.push_back(iota(ep_idx, ep_size, ep_fsdp_size));
-    for (const auto& ranks : layout) {
-      auto key = std::make_pair(&comm, ranks);
-      if (groups_.count(key) == 0) groups_.emplace(key, comm.new_group(ranks));
-    }
+    layout_.build(comm, layout);
   }
 
-  pkb::Group resolve(pkb::Collectives& comm, const pkb::GroupRanks& g) const {
-    if (g.ranks == iota(0, 1, comm.world_size())) return pkb::kWorld;
-    auto it = groups_.find(std::make_pair(&comm, g.ranks));
-    PKB_CHECK(it != groups_.end(), "process group argument is not part of the EP x EP-FSDP layout");
-    return it->second;
-  }
-
-  mutable std::map<std::pair<const pkb::Collectives*, std::vector<int64_t>>, pkb::Group> groups_;
+  const GroupLayout layout_{"EP x EP-FSDP", true};
 };
 
 }  // namespace

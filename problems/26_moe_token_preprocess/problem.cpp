@@ -3,12 +3,12 @@
 // all-gather of the counts gives the output splits and the per-local-expert
 // token counts. As published, the four outputs live on the CPU (the splits
 // pass through Python lists; the two count tensors are copied non-blocking).
+#include "../blocks/moe_routing.h"
 #include "pkb/problem.h"
 
 namespace {
 
-constexpr int64_t kNumExperts = 8;
-constexpr int64_t kTopK = 2;
+using namespace pkb::blocks;
 
 class MoeTokenPreprocess : public pkb::Problem {
  public:
@@ -20,11 +20,7 @@ class MoeTokenPreprocess : public pkb::Problem {
     return s;
   }
 
-  // The experts are split evenly over the ranks (a (W, 8/W) reshape).
-  std::string check_world(int world) const override {
-    if (world < 1 || kNumExperts % world != 0) return "the world size must divide the 8 experts";
-    return "";
-  }
+  std::string check_world(int world) const override { return moe_experts_check(world); }
 
   // Each token picks 2 experts uniformly at random (repeats allowed); the mask
   // is fp32 whatever the run's dtype, and a permuted (non-contiguous) view of

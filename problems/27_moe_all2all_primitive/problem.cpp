@@ -1,9 +1,12 @@
 // The MoE all-to-all wrapper of VeOmni / Megatron-LM: token rows go out in
 // explicit split sizes and come back grouped by source rank. The published
 // inputs make the splits uniform (M/W rows per peer).
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
+
+using namespace pkb::blocks;
 
 class MoeAll2AllPrimitive : public pkb::Problem {
  public:
@@ -48,15 +51,7 @@ class MoeAll2AllPrimitive : public pkb::Problem {
 
   // (W-1)/W of the rows leave and as many arrive; the input is read and the
   // output written once; no arithmetic.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& t = in.tensor(0);
-    const double bytes = static_cast<double>(t.numel()) * t.element_size(), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * bytes;
-    c.hbm_bytes_per_rank = 2.0 * bytes;
-    c.flops_per_rank = 0;
-    return c;
-  }
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override { return all_to_all_cost(world, in.tensor(0)); }
 };
 
 }  // namespace

@@ -3,12 +3,12 @@
 // all-to-all-v, and the received chunks regrouped by local expert. As
 // published, the split sizes are synthetic and uniform (2M/W rows per peer,
 // 2M/8 rows per chunk), unrelated to the actual routing.
+#include "../blocks/moe_routing.h"
 #include "pkb/problem.h"
 
 namespace {
 
-constexpr int64_t kNumExperts = 8;
-constexpr int64_t kTopK = 2;
+using namespace pkb::blocks;
 
 class MoePreAll2All : public pkb::Problem {
  public:
@@ -21,10 +21,7 @@ class MoePreAll2All : public pkb::Problem {
     return s;
   }
 
-  std::string check_world(int world) const override {
-    if (world < 1 || kNumExperts % world != 0) return "the world size must divide the 8 experts";
-    return "";
-  }
+  std::string check_world(int world) const override { return moe_experts_check(world); }
 
   // RNG order as published: hidden_states' randn, then one randperm(8) per
   // token whose first two entries are the token's (distinct) experts.
@@ -37,28 +34,16 @@ class MoePreAll2All : public pkb::Problem {
     PKB_CHECK(2 * req.m % req.world == 0, "problem 28 needs W to divide 2M (M = ", req.m, ", W = ", req.world, ")");
     auto opts = at::TensorOptions().device(req.device);
     at::Tensor hidden = at::randn({req.m, req.n}, opts.dtype(req.dtype));
-    std::vector<at::Tensor> picks;
-    picks.reserve(req.m);
-    for (int64_t t = 0; t < req.m; ++t)
-      picks.push_back(at::randperm(kNumExperts, opts.dtype(at::kLong)).narrow(0, 0, kTopK));
     // [e, k, t] = 1 iff token t's k-th pick is e.
     at::Tensor expert_mask =
-        at::one_hot(at::stack(picks), kNumExperts).permute({2, 1, 0}).contiguous().to(at::kFloat);
+        at::one_hot(distinct_expert_picks(req), kNumExperts).permute({2, 1, 0}).contiguous().to(at::kFloat);
     const int64_t routed = kTopK * req.m;  // always: the two picks are distinct
-    const int64_t local_experts = kNumExperts / req.world;
     pkb::Inputs in;
     in.add("hidden_states", hidden);
     in.add("expert_mask", expert_mask);
     in.add("num_experts", kNumExperts);
-    for (const char* list : {"input_splits", "output_splits"}) {
-      for (int d = 0; d < req.world; ++d) {
-        int64_t split = routed / req.world + (d == req.world - 1 ? routed % req.world : 0);
-        in.add(std::string(list) + "." + std::to_string(d), split);
-      }
-    }
-    at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, opts.dtype(at::kLong));
-    per_slot.narrow(0, 0, routed % kNumExperts).add_(1);
-    in.add("num_global_tokens_per_local_expert", per_slot.view({req.world, local_experts}));
+    add_uniform_splits(in, req, routed);
+    in.add("num_global_tokens_per_local_expert", uniform_tokens_per_local_expert(req, routed));
     in.add("group", pkb::None{});
     return in;
   }

@@ -3,12 +3,12 @@
 // local expert)-major chunks, sent home with an all-to-all-v, weighted by the
 // routing weights and scatter-added into token order. As in 28, the split
 // sizes are synthetic and uniform, unrelated to the routing.
+#include "../blocks/moe_routing.h"
 #include "pkb/problem.h"
 
 namespace {
 
-constexpr int64_t kNumExperts = 8;
-constexpr int64_t kTopK = 2;
+using namespace pkb::blocks;
 
 class MoePostAll2All : public pkb::Problem {
  public:
@@ -21,10 +21,7 @@ class MoePostAll2All : public pkb::Problem {
     return s;
   }
 
-  std::string check_world(int world) const override {
-    if (world < 1 || kNumExperts % world != 0) return "the world size must divide the 8 experts";
-    return "";
-  }
+  std::string check_world(int world) const override { return moe_experts_check(world); }
 
   // RNG order as published: one randperm(8) per token (its first two entries
   // are the token's experts), then per token a randn(2) softmaxed into its two
@@ -40,11 +37,7 @@ class MoePostAll2All : public pkb::Problem {
     PKB_CHECK(2 * req.m % req.world == 0, "problem 29 needs W to divide 2M (M = ", req.m, ", W = ", req.world, ")");
     auto opts = at::TensorOptions().device(req.device);
     const int64_t m = req.m;
-    std::vector<at::Tensor> picks;
-    picks.reserve(m);
-    for (int64_t t = 0; t < m; ++t)
-      picks.push_back(at::randperm(kNumExperts, opts.dtype(at::kLong)).narrow(0, 0, kTopK));
-    at::Tensor picked = at::stack(picks);  // (M, 2), distinct experts
+    at::Tensor picked = distinct_expert_picks(req);  // (M, 2), distinct experts
     at::Tensor routing_map = at::one_hot(picked, kNumExperts).sum(1).t().contiguous().to(at::kBool);  // (8, M)
     // A token's experts in ascending order (torch.where over the map's column).
     at::Tensor selected = std::get<0>(picked.sort(1));
@@ -58,21 +51,13 @@ class MoePostAll2All : public pkb::Problem {
     at::Tensor perm =
         at::arange(m, opts.dtype(at::kLong)).unsqueeze(0).expand({kNumExperts, m}).masked_select(routing_map);
 
-    const int64_t local_experts = kNumExperts / req.world;
     pkb::Inputs in;
     in.add("expert_outputs", expert_outputs);
     in.add("routing_weights", routing_weights);
     in.add("selected_experts", selected);
     in.add("num_experts", kNumExperts);
-    for (const char* list : {"input_splits", "output_splits"}) {
-      for (int d = 0; d < req.world; ++d) {
-        int64_t split = routed / req.world + (d == req.world - 1 ? routed % req.world : 0);
-        in.add(std::string(list) + "." + std::to_string(d), split);
-      }
-    }
-    at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, opts.dtype(at::kLong));
-    per_slot.narrow(0, 0, routed % kNumExperts).add_(1);
-    in.add("num_global_tokens_per_local_expert", per_slot.view({req.world, local_experts}));
+    add_uniform_splits(in, req, routed);
+    in.add("num_global_tokens_per_local_expert", uniform_tokens_per_local_expert(req, routed));
     in.add("routing_map", routing_map);
     in.add("local_input_permutation_mapping", perm);
     in.add("org_hidden_states_shape.0", m);

@@ -2,9 +2,13 @@
 // split x into W equal blocks along scatter_dim, send block d to rank d
 // (torch.distributed's list all_to_all), concatenate the W received blocks
 // along gather_dim in source-rank order.
+#include "../blocks/exchange_cost.h"
+#include "../blocks/ulysses.h"
 #include "pkb/problem.h"
 
 namespace {
+
+using namespace pkb::blocks;
 
 class UlyssesAllToAllTensor : public pkb::Problem {
  public:
@@ -37,30 +41,12 @@ class UlyssesAllToAllTensor : public pkb::Problem {
     if (world == 1) return {x};
     PKB_CHECK(x.size(scatter_dim) % world == 0, "problem 33: dim ", scatter_dim, " (", x.size(scatter_dim),
               ") is not divisible by W = ", world);
-    // The list all-to-all through the facade: the W contiguous blocks are
-    // packed one after another, exchanged in equal splits, unpacked.
-    std::vector<at::Tensor> blocks = at::tensor_split(x, world, scatter_dim);
-    std::vector<at::Tensor> packed;
-    for (const auto& b : blocks) packed.push_back(b.contiguous().reshape({-1}));
-    at::Tensor send = at::cat(packed, 0);
-    at::Tensor recv = at::empty_like(send);
-    comm.all_to_all_single(recv, send);
-    std::vector<at::Tensor> received;
-    for (const auto& r : recv.chunk(world, 0)) received.push_back(r.view(blocks[0].sizes()));
-    return {at::cat(received, gather_dim).contiguous()};
+    return {list_all_to_all(comm, x, scatter_dim, gather_dim)};
   }
 
   // (W-1)/W of x leaves and as much arrives; HBM: x read, the output written
   // (the packing copies are the reference's, not the problem's). No arithmetic.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * bytes;
-    c.hbm_bytes_per_rank = 2.0 * bytes;
-    c.flops_per_rank = 0;
-    return c;
-  }
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override { return all_to_all_cost(world, in.tensor(0)); }
 };
 
 }  // namespace

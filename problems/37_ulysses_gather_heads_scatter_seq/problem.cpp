@@ -1,53 +1,15 @@
 // Ulysses post-attention all-to-all (VeOmni / verl gather_heads_scatter_seq):
 // each rank holds the whole sequence for some heads; afterwards it holds a
 // slice of the sequence with all the heads of all ranks.
+#include "../blocks/exchange_cost.h"
+#include "../blocks/ulysses.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
 
 namespace {
 
-constexpr int64_t kHeads = 8;
-constexpr int64_t kHeadDim = 64;
-
-// The published _all_to_all_tensor: when both dims are 0 or 1 it uses one
-// all_to_all_single (for scatter_dim 1 after a reshape/transpose that moves the
-// scattered blocks to the front); otherwise torch.distributed's list
-// all_to_all over tensor_split blocks, concatenated along gather_dim. The list
-// form goes through the facade as the W contiguous blocks packed one after
-// another and exchanged in equal splits (the same bytes to the same places).
-at::Tensor exchange(pkb::Collectives& comm, const at::Tensor& send) {
-  if (comm.world_size() == 1) return send.clone();
-  at::Tensor recv = at::empty_like(send);
-  comm.all_to_all_single(recv, send);
-  return recv;
-}
-
-at::Tensor all_to_all_tensor(pkb::Collectives& comm, at::Tensor x, int64_t scatter_dim, int64_t gather_dim) {
-  const int64_t world = comm.world_size();
-  PKB_CHECK(x.size(scatter_dim) % world == 0, "the scattered dim ", scatter_dim, " (", x.size(scatter_dim),
-            ") is not divisible by W = ", world);
-  if (scatter_dim <= 1 && gather_dim <= 1) {
-    if (scatter_dim != 0) {
-      const int64_t g = x.size(gather_dim), s = x.size(scatter_dim);
-      std::vector<int64_t> rest(x.sizes().begin() + 2, x.sizes().end());
-      std::vector<int64_t> split{g, world, s / world}, merged{g * world, s / world};
-      split.insert(split.end(), rest.begin(), rest.end());
-      merged.insert(merged.end(), rest.begin(), rest.end());
-      x = x.reshape(split).transpose(0, 1).reshape(merged).contiguous();
-    }
-    at::Tensor out = exchange(comm, x.contiguous());
-    if (scatter_dim == 0) out = at::cat(out.split(x.size(0) / world), gather_dim);
-    return out;
-  }
-  std::vector<at::Tensor> blocks = at::tensor_split(x, world, scatter_dim);
-  std::vector<at::Tensor> packed;
-  for (const auto& b : blocks) packed.push_back(b.contiguous().reshape({-1}));
-  at::Tensor recv = exchange(comm, at::cat(packed, 0));
-  std::vector<at::Tensor> received;
-  for (const auto& r : recv.chunk(world, 0)) received.push_back(r.view(blocks[0].sizes()));
-  return at::cat(received, gather_dim).contiguous();
-}
+using namespace pkb::blocks;
 
 class UlyssesGatherHeadsScatterSeq : public pkb::Problem {
  public:
@@ -59,18 +21,13 @@ class UlyssesGatherHeadsScatterSeq : public pkb::Problem {
     return s;
   }
 
-  std::string check_world(int world) const override {
-    if (world < 1 || kHeads % world != 0) return "the world size must divide the 8 attention heads";
-    return "";
-  }
+  std::string check_world(int world) const override { return ulysses_heads_check(world); }
 
   // Inputs: x (B, T, 8, 64) randn with B = max(1, M/64), T = max(1, N/64),
   // seq_dim 1, head_dim 2, group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    PKB_CHECK(kHeads % req.world == 0, "problem 37 needs W to divide the 8 heads (W = ", req.world, ")");
-    const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     pkb::Inputs in;
-    in.add("x", at::randn({b, t, kHeads, kHeadDim}, at::TensorOptions().dtype(req.dtype).device(req.device)));
+    in.add("x", ulysses_activations(req, 37, {kUlyssesHeads, kUlyssesHeadDim}));
     in.add("seq_dim", int64_t{1});
     in.add("head_dim", int64_t{2});
     in.add("group", pkb::None{});
@@ -91,15 +48,7 @@ class UlyssesGatherHeadsScatterSeq : public pkb::Problem {
   }
 
   // (W-1)/W of x leaves and as much arrives; HBM: x read, the output written.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * bytes;
-    c.hbm_bytes_per_rank = 2.0 * bytes;
-    c.flops_per_rank = 0;
-    return c;
-  }
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override { return all_to_all_cost(world, in.tensor(0)); }
 };
 
 }  // namespace

@@ -5,48 +5,17 @@
 // (bf16 SUM) and averaged, and every rank applies the same Adam update.
 // Nothing is modified in place: the flat buffers are new and the returned
 // parameters and moments are views of them. Rounding order as published (bf16
-// after every op, autograd's own backward ops); `tensor / Python number` is a
-// multiply by the fp32 reciprocal on CUDA and is spelled out that way.
+// after every op, autograd's own backward ops; NOTE [python numbers],
+// blocks/python_scalars.h). The MLP and the Adam step are the blocks 40-42
+// share (blocks/mlp_step.h, blocks/adam.h).
+#include "../blocks/adam.h"
+#include "../blocks/mlp_step.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
-#include <cmath>
-
 namespace {
 
-constexpr int kParams = 4;  // W1, b1, W2, b2
-
-at::Tensor flatten(const std::vector<at::Tensor>& ts) {
-  std::vector<at::Tensor> flat;
-  for (const auto& t : ts) flat.push_back(t.contiguous().view(-1));
-  return at::cat(flat);
-}
-
-std::vector<at::Tensor> unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& like) {
-  std::vector<at::Tensor> out;
-  int64_t off = 0;
-  for (const auto& t : like) {
-    out.push_back(flat.narrow(0, off, t.numel()).view(t.sizes()));
-    off += t.numel();
-  }
-  return out;
-}
-
-// A Python number as PyTorch passes it to a tensor op: a 0-dim double CPU
-// tensor marked as a wrapped number (no type promotion; on CUDA a CPU scalar
-// read in the op's float32 math). The C++ Scalar overloads are not always the
-// same op: on the CPU, bf16 `mul_(Scalar)` rounds the scalar to bf16 first
-// (measured: x.mul_(0.2) then differs from x * fl32(0.2) in ~20 % of elements),
-// while the published `flat_grad.div_(world_size)`, `m_buf.mul_(beta1)` pass a
-// wrapped number.
-at::Tensor py_number(double v) {
-  at::Tensor t = at::scalar_tensor(v, at::TensorOptions().dtype(at::kDouble));
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
-
-// `tensor / Python number` on CUDA is a multiply by 1.0f / float(s).
-at::Tensor cuda_reciprocal(double s) { return py_number(static_cast<double>(1.0f / static_cast<float>(s))); }
+using namespace pkb::blocks;
 
 class Ddp : public pkb::Problem {
  public:
@@ -58,36 +27,17 @@ class Ddp : public pkb::Problem {
     return s;
   }
 
-  // Seeded with the rank term 0 on every rank. n_total = roundup(max(M, W), W),
-  // chunk = n_total/W, d_in = max(16, min(N, 256)), hidden = max(32, min(N/2,
-  // 512)), d_out = max(8, min(N/4, 256)). RNG order: full_X, full_y, then on
-  // rank 0 only W1, b1, W2, b2 (zeros elsewhere); Adam moments zeros.
+  // Seeded with the rank term 0 on every rank; the MLP of mlp_dims drawn as
+  // add_mlp_batch_and_params; Adam moments zeros.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     return draw(req, pkb::seed_for(spec().id, 0, req.trial));
   }
 
-  // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
-  // seed that every rank shares and every integrity draw changes, the refresh
-  // in place included (re-seeding from req.trial, as published, gives the
-  // refresh the last trial's values again: a cache keyed on pointers passed).
-  // The published step leaves the update (lr·(±1) = 1e-3) and v = 0.001·g²
-  // below the tolerance (measured: an answer that skips the parameter update
-  // passed both published trials of 40). Here, after that draw and from this
-  // rank's seed, every rank's parameters are 0.125·randn (rank 0's are
-  // broadcast, the others' must be ignored), y is scaled by 64 (exact:
-  // larger gradients), the moments are 0.1·randn and uniform in [0.01, 0.02)
-  // (sqrt(v) above |m|, as Adam's own) and lr = 0.05, as for problem 47
-  // (which measured why not full-size parameters or zero moments).
+  // perturb_mlp_for_integrity (blocks/mlp_step.h): the first moments are
+  // arguments 6-9, the second 10-13.
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in = draw(req, pkb::integrity_shared_seed(req));
-    at::manual_seed(req.seed);
-    auto randn_like = [](const at::Tensor& t) { return at::randn(t.sizes(), t.options()); };
-    in.args()[1].value = in.tensor(1) * 64.0;
-    for (int i = 2; i < 6; ++i) in.args()[i].value = randn_like(in.tensor(i)) * 0.125;
-    for (int i = 6; i < 10; ++i) in.args()[i].value = randn_like(in.tensor(i)) * 0.1;
-    for (int i = 10; i < 14; ++i)
-      in.args()[i].value = (at::rand(in.tensor(i).sizes(), in.tensor(i).options()) + 1.0) * 0.01;
-    in.args()[14].value = 0.05;
+    perturb_mlp_for_integrity(in, req, 6, 10, 14);
     return in;
   }
 
@@ -95,48 +45,31 @@ class Ddp : public pkb::Problem {
   pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
     at::manual_seed(seed);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    const int64_t w = req.world, n = req.n;
-    const int64_t n_total = (std::max<int64_t>(req.m, w) + w - 1) / w * w, chunk = n_total / w;
-    const int64_t d_in = std::max<int64_t>(16, std::min<int64_t>(n, 256));
-    const int64_t hidden = std::max<int64_t>(32, std::min<int64_t>(n / 2, 512));
-    const int64_t d_out = std::max<int64_t>(8, std::min<int64_t>(n / 4, 256));
-    at::Tensor full_x = at::randn({n_total, d_in}, opts);
-    at::Tensor full_y = at::randn({n_total, d_out}, opts);
-    const std::vector<std::vector<int64_t>> shapes{{hidden, d_in}, {hidden}, {d_out, hidden}, {d_out}};
-    const char* names[kParams] = {"W1", "b1", "W2", "b2"};
+    const MlpDims d = mlp_dims(req, false);
     pkb::Inputs in;
-    in.add("X_local", full_x.narrow(0, req.rank * chunk, chunk).contiguous());
-    in.add("y_local", full_y.narrow(0, req.rank * chunk, chunk).contiguous());
-    for (int i = 0; i < kParams; ++i)
-      in.add(names[i], req.rank == 0 ? at::randn(shapes[i], opts) : at::zeros(shapes[i], opts));
-    for (int i = 0; i < kParams; ++i) in.add(std::string("exp_avg_") + names[i], at::zeros(shapes[i], opts));
-    for (int i = 0; i < kParams; ++i) in.add(std::string("exp_avg_sq_") + names[i], at::zeros(shapes[i], opts));
-    in.add("lr", 1e-3);
-    in.add("beta1", 0.9);
-    in.add("beta2", 0.999);
-    in.add("eps", 1e-8);
-    in.add("step", static_cast<int64_t>(1 + req.trial % 7));
+    add_mlp_batch_and_params(in, req, d);
+    const char* names[kMlpParams] = {"W1", "b1", "W2", "b2"};
+    for (int i = 0; i < kMlpParams; ++i) in.add(std::string("exp_avg_") + names[i], at::zeros(mlp_param_shape(d, i), opts));
+    for (int i = 0; i < kMlpParams; ++i)
+      in.add(std::string("exp_avg_sq_") + names[i], at::zeros(mlp_param_shape(d, i), opts));
+    add_adam_hyper(in, req.trial);
     return in;
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const at::Tensor& y = in.tensor(1);
     std::vector<at::Tensor> p0, m0, v0;
-    for (int i = 0; i < kParams; ++i) {
+    for (int i = 0; i < kMlpParams; ++i) {
       p0.push_back(in.tensor(2 + i));
-      m0.push_back(in.tensor(2 + kParams + i));
-      v0.push_back(in.tensor(2 + 2 * kParams + i));
+      m0.push_back(in.tensor(2 + kMlpParams + i));
+      v0.push_back(in.tensor(2 + 2 * kMlpParams + i));
     }
-    const double lr = in.real(14), beta1 = in.real(15), beta2 = in.real(16), eps = in.real(17);
-    const int64_t step = in.integer(18);
+    const AdamHyper hp = adam_hyper(in, 14);
     const int64_t w = comm.world_size();
 
     at::Tensor flat_p = flatten(p0);
     comm.broadcast(flat_p, 0);
     std::vector<at::Tensor> pv = unflatten(flat_p, p0);  // the updated parameters (views)
-    std::vector<at::Tensor> params;
-    for (const auto& t : pv) params.push_back(t.detach().requires_grad_(true));
+    std::vector<at::Tensor> params = requiring_grad(pv);
     at::Tensor flat_m = flatten(m0);
     comm.broadcast(flat_m, 0);
     std::vector<at::Tensor> m = unflatten(flat_m, m0);
@@ -144,29 +77,13 @@ class Ddp : public pkb::Problem {
     comm.broadcast(flat_v, 0);
     std::vector<at::Tensor> v = unflatten(flat_v, v0);
 
-    at::Tensor h = at::relu(at::linear(x, params[0], params[1]));
-    at::Tensor out = at::linear(h, params[2], params[3]);
-    at::Tensor loss = at::mse_loss(out, y, at::Reduction::Mean);
-    loss.backward();
-
-    std::vector<at::Tensor> grads;
-    for (const auto& p : params) grads.push_back(p.grad());
+    std::vector<at::Tensor> grads = mlp_grads(in.tensor(0), in.tensor(1), params);
     at::Tensor flat_g = flatten(grads);
     comm.all_reduce(flat_g, pkb::ReduceOp::kSum);
     flat_g.mul_(cuda_reciprocal(static_cast<double>(w)));  // `div_(world_size)` as CUDA computes it
     std::vector<at::Tensor> g = unflatten(flat_g, grads);
-
-    PKB_CHECK(step >= 1, "step must be at least 1");
-    const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-    const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-    for (int i = 0; i < kParams; ++i) {
-      m[i].mul_(py_number(beta1)).add_(g[i], 1.0 - beta1);
-      v[i].mul_(py_number(beta2)).addcmul_(g[i], g[i], 1.0 - beta2);
-      at::Tensor m_hat = m[i] * cuda_reciprocal(bc1);  // `m / bc1` as CUDA computes it
-      at::Tensor v_hat = v[i] * cuda_reciprocal(bc2);
-      at::Tensor denom = v_hat.sqrt().add(py_number(eps));
-      pv[i].add_(m_hat.div(denom).mul(py_number(-lr)));  // `p.data.add_`: the parameter's storage
-    }
+    // `p.data.add_`: the parameter's storage.
+    for (int i = 0; i < kMlpParams; ++i) adam_update_(m[i], v[i], pv[i], g[i], hp);
     pkb::Outputs outs(pv.begin(), pv.end());
     outs.insert(outs.end(), m.begin(), m.end());
     outs.insert(outs.end(), v.begin(), v.end());
@@ -179,16 +96,12 @@ class Ddp : public pkb::Problem {
   // parameters, moments and gradients) + the batch read; FLOPs 6·c·(d_in·hidden +
   // hidden·d_out) (forward + backward GEMMs) + ~15·P (Adam).
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    double p = 0;
-    for (int i = 0; i < kParams; ++i) p += static_cast<double>(in.tensor(2 + i).numel());
-    const at::Tensor& x = in.tensor(0);
-    const double e = static_cast<double>(x.element_size()), w = world;
-    const double c = static_cast<double>(x.size(0)), d_in = static_cast<double>(x.size(1));
-    const double hidden = static_cast<double>(in.tensor(2).size(0)), d_out = static_cast<double>(in.tensor(4).size(0));
+    const MlpCostTerms t = mlp_cost_terms(in);
+    const double p = t.p, e = t.e, w = world;
     pkb::Cost cst;
     cst.nvlink_bytes_per_rank = 3.0 * p * e + 2.0 * (w - 1) / w * p * e;
-    cst.hbm_bytes_per_rank = 20.0 * p * e + (static_cast<double>(x.numel()) + static_cast<double>(in.tensor(1).numel())) * e;
-    cst.flops_per_rank = 6.0 * c * (d_in * hidden + hidden * d_out) + 15.0 * p;
+    cst.hbm_bytes_per_rank = 20.0 * p * e + t.batch_bytes;
+    cst.flops_per_rank = t.gemm_flops + 15.0 * p;
     return cst;
   }
 };

@@ -1,31 +1,16 @@
 // Adam step on this rank's shard of a sharded master weight, then an
 // all-gather of the updated shards (ZeRO-3 / FSDP-style sharded optimizer step
 // followed by the parameter all-gather, catalog §43). The optimizer state is
-// updated on copies and discarded; no input is modified. Rounding order as
-// published (bf16 after every op); `tensor / bias_correction` is a multiply by
-// the fp32 reciprocal on CUDA and is spelled out that way so the CPU agrees.
+// updated on copies and discarded; no input is modified. The Adam step is
+// blocks/adam.h's, rounded as published (bf16 after every op; NOTE [python
+// numbers], blocks/python_scalars.h).
+#include "../blocks/adam.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
-#include <cmath>
-
 namespace {
 
-// A Python number as PyTorch passes it to a tensor op: a 0-dim double CPU
-// tensor marked as a wrapped number (no type promotion; on CUDA a CPU scalar
-// read in the op's float32 math). The C++ Scalar overloads are not always the
-// same op: on the CPU, bf16 `mul_(Scalar)` rounds the scalar to bf16 first
-// (measured: x.mul_(0.2) then differs from x * fl32(0.2) in ~20 % of elements),
-// while the published `m.mul_(beta1)`, `v_hat.sqrt().add(eps)` pass a
-// wrapped number.
-at::Tensor py_number(double v) {
-  at::Tensor t = at::scalar_tensor(v, at::TensorOptions().dtype(at::kDouble));
-  t.unsafeGetTensorImpl()->set_wrapped_number(true);
-  return t;
-}
-
-// `tensor / Python number` on CUDA is a multiply by 1.0f / float(s).
-at::Tensor cuda_reciprocal(double s) { return py_number(static_cast<double>(1.0f / static_cast<float>(s))); }
+using namespace pkb::blocks;
 
 class FusedAdamGradUnshardAllgather : public pkb::Problem {
  public:
@@ -74,31 +59,19 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
     in.add("master_shard", full_master.narrow(0, req.rank * p, p).contiguous());
     in.add("exp_avg", at::zeros({p}, opts));
     in.add("exp_avg_sq", at::zeros({p}, opts));
-    in.add("lr", 1e-3);
-    in.add("beta1", 0.9);
-    in.add("beta2", 0.999);
-    in.add("eps", 1e-8);
-    in.add("step", static_cast<int64_t>(1 + req.trial % 7));
+    add_adam_hyper(in, req.trial);
     return in;
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& g = in.tensor(0);
-    const double lr = in.real(4), beta1 = in.real(5), beta2 = in.real(6), eps = in.real(7);
-    const int64_t step = in.integer(8);
-    PKB_CHECK(step >= 1, "step must be at least 1");
+    const AdamHyper hp = adam_hyper(in, 4);
     const int64_t p = g.numel();
     PKB_CHECK(p > 0, "empty gradient shard");
     at::Tensor m = in.tensor(2).clone();
     at::Tensor v = in.tensor(3).clone();
     at::Tensor w = in.tensor(1).clone();
-    const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-    const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-    m.mul_(py_number(beta1)).add_(g, 1.0 - beta1);
-    v.mul_(py_number(beta2)).addcmul_(g, g, 1.0 - beta2);
-    at::Tensor m_hat = m * cuda_reciprocal(bc1);  // `m / bc1` as CUDA computes it
-    at::Tensor v_hat = v * cuda_reciprocal(bc2);
-    w.add_(m_hat.div(v_hat.sqrt().add(py_number(eps))).mul(py_number(-lr)));
+    adam_update_(m, v, w, g, hp);
     at::Tensor gathered = at::empty({comm.world_size() * p}, w.options());
     comm.all_gather_into_tensor(gathered, w.contiguous());
     return {gathered};

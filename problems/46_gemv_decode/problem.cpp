@@ -4,12 +4,15 @@
 // published reference rounds twice: the GEMM output to bf16, then the bias add
 // (catalog §46). All tensors are drawn with the rank term of the seed fixed to
 // 0, so every rank sees the same hidden state and its own shard of one weight.
+#include "../blocks/shared_seed_draw.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
 
-class GemvDecode : public pkb::Problem {
+using namespace pkb::blocks;
+
+class GemvDecode : public SharedSeedDraw {
  public:
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{46, "gemv_decode", "Vocab-sharded LM-head GEMV (decode) with bias, then logits all-gather",
@@ -22,20 +25,7 @@ class GemvDecode : public pkb::Problem {
   // vocab = roundup(max(M, 1024·W), W), Vloc = vocab/W. Seed(46, 0, trial) on
   // every rank; RNG order: hidden_states, full weight, full bias; each rank
   // keeps rows [r·Vloc, (r+1)·Vloc).
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
-  }
-
-  // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
-  // seed that every rank shares and every integrity draw changes, the refresh
-  // in place included (re-seeding from req.trial, as published, gives the
-  // refresh the last trial's values again: a cache keyed on pointers passed).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::integrity_shared_seed(req));
-  }
-
-  // The published draw with `seed` in place of seed_for(id, 0, trial).
-  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const override {
     at::manual_seed(seed);
     auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
     const int64_t w = req.world;

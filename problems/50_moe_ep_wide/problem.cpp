@@ -1,55 +1,18 @@
 // Expert-parallel MoE forward with two experts per rank (E = 2W, top-2, "wide
 // EP"): the regrouping of received rows by local expert really reorders here
 // (received order is (source rank, local expert), the experts run
-// local-expert-major), and a token may send both of its rows to one rank. Router
-// (linear + softmax + top-k, weights not renormalised), Megatron-style
-// permutation (expert-major, tokens ascending), an all-gather of per-expert
-// token counts, an all-to-all-v dispatch, regrouping by local expert, the
-// expert SiLU-GLU MLP (this rank's three nn.Linear layers, shared by all its
-// local experts), the inverse regrouping, the all-to-all-v combine, and the
-// weighted scatter-add back into token order (VeOmni / Megatron-LM MoE token
-// dispatcher, all-to-all variant; same kernel as problem 31).
-//
-// The published reference's ops are kept in order and dtype: F.linear
-// (addmm), softmax in bf16, topk, one_hot masks, masked_select/index_select
-// permutation, torch.split/cat regrouping, bf16 routing-weight product and
-// scatter_add_. A group of size 1 skips the all-to-alls (as published).
-#include <ATen/CPUGeneratorImpl.h>
+// local-expert-major), and a token may send both of its rows to one rank.
+// The MoE forward (router, permutation, all-to-all-v dispatch and combine,
+// expert SiLU-GLU MLP, weighted unpermute) is blocks/moe_ep.h's.
+#include "../blocks/moe_ep.h"
 
-#include <cmath>
 #include <variant>
-
-#include "pkb/problem.h"
 
 namespace {
 
-constexpr int64_t kInterDim = 128;
+using namespace pkb::blocks;
 
-// nn.Linear(in, out) on the CPU generator, float32, then cast: weight by
-// kaiming_uniform_(a = sqrt(5)), bias by U(-1/sqrt(in), 1/sqrt(in)).
-std::pair<at::Tensor, at::Tensor> nn_linear(int64_t in, int64_t out, at::Generator& gen, const at::TensorOptions& to) {
-  const double a = std::sqrt(5.0);
-  const double gain = std::sqrt(2.0 / (1.0 + std::pow(a, 2.0)));
-  const double bound_w = std::sqrt(3.0) * (gain / std::sqrt(static_cast<double>(in)));
-  const double bound_b = 1.0 / std::sqrt(static_cast<double>(in));
-  at::Tensor w = at::empty({out, in}, at::kFloat).uniform_(-bound_w, bound_w, gen);
-  at::Tensor b = at::empty({out}, at::kFloat).uniform_(-bound_b, bound_b, gen);
-  return {w.to(to), b.to(to)};
-}
-
-std::vector<int64_t> to_list(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
-// torch.cat([torch.split(x, sizes)[i] for i in order]).
-at::Tensor sort_chunks(const at::Tensor& x, const std::vector<int64_t>& sizes, const std::vector<int64_t>& order) {
-  std::vector<at::Tensor> chunks = at::split_with_sizes(x, sizes, 0), picked;
-  for (int64_t i : order) picked.push_back(chunks[i]);
-  return at::cat(picked, 0);
-}
-
-class MoeEpWide : public pkb::Problem {
+class MoeEpWide : public ExpertParallelMoe {
  public:
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{
@@ -57,29 +20,6 @@ class MoeEpWide : public pkb::Problem {
         "Expert Parallel", "VeOmni / Megatron-LM MoE all-to-all token dispatcher (variant of PKB problem 31)",
         "any (E = 2W)"};
     return s;
-  }
-
-  // seed(50, rank, trial): hidden_states, gate_weight, gate_bias randn on the
-  // device, then three nn.Linear layers on the CPU generator (fresh after the
-  // seed, so a generator of its own seeded alike), cast and moved.
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    const int64_t experts = 2 * req.world, n = req.n;
-    pkb::Inputs in;
-    in.add("hidden_states", at::randn({req.m, n}, opts));
-    in.add("gate_weight", at::randn({experts, n}, opts));
-    in.add("gate_bias", at::randn({experts}, opts));
-    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(req.seed);
-    const char* names[3] = {"gate_proj", "up_proj", "down_proj"};
-    for (int i = 0; i < 3; ++i) {
-      auto [w, b] = i < 2 ? nn_linear(n, kInterDim, gen, opts) : nn_linear(kInterDim, n, gen, opts);
-      in.add(std::string(names[i]) + ".weight", w);
-      in.add(std::string(names[i]) + ".bias", b);
-    }
-    in.add("num_experts", experts);
-    in.add("top_k", int64_t{2});
-    in.add("group", pkb::None{});
-    return in;
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -90,99 +30,8 @@ class MoeEpWide : public pkb::Problem {
     return {moe_forward(comm, pkb::kWorld, in)};
   }
 
-  // Per rank, T tokens of N bf16 (e = 2), k = top_k, I = 128, EP group of G
-  // ranks (G = W here; E when E < W): NVLink k·T·N·e sent by the dispatch and
-  // received back by the combine, (G-1)/G of it remote on average with
-  // uniform routing: 2·(G-1)/G·k·T·N·e, plus the count all-gather (G·E·8
-  // bytes); HBM: hidden read (router and permute),
-  // permuted rows written/read twice each way, expert weights read, output
-  // written, ~ (2 + 8k)·T·N·e + 3·I·N·e; FLOPs: router 2·T·N·E, experts
-  // 6·N·I per received row (≈ k·T rows), combine 2·k·T·N.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& h = in.tensor(0);
-    const double t = static_cast<double>(h.size(0)), n = static_cast<double>(h.size(1));
-    const double e = static_cast<double>(h.element_size()), w = world;
-    const double experts = static_cast<double>(in.integer(9)), k = static_cast<double>(in.integer(10));
-    const double ep = w;  // EP group = world
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (ep - 1) / ep * k * t * n * e + ep * experts * 8.0;
-    c.hbm_bytes_per_rank = (2.0 + 8.0 * k) * t * n * e + 3.0 * kInterDim * n * e;
-    c.flops_per_rank = 2.0 * t * n * experts + 6.0 * n * kInterDim * k * t + 2.0 * k * t * n;
-    return c;
-  }
-
- private:
-  static at::Tensor all_to_all(pkb::Collectives& comm, pkb::Group g, const at::Tensor& x,
-                               const std::vector<int64_t>& out_splits, const std::vector<int64_t>& in_splits) {
-    if (comm.world_size(g) == 1) return x.contiguous();
-    int64_t rows = 0;
-    for (int64_t s : out_splits) rows += s;
-    at::Tensor out = at::empty({rows, x.size(1)}, x.options());
-    comm.all_to_all_single(out, x.contiguous(), out_splits, in_splits, g);
-    return out;
-  }
-
-  static at::Tensor expert_forward(const at::Tensor& x, const pkb::Inputs& in) {
-    at::Tensor gate = at::silu(at::linear(x, in.tensor(3), in.tensor(4)));
-    at::Tensor up = at::linear(x, in.tensor(5), in.tensor(6));
-    return at::linear(gate * up, in.tensor(7), in.tensor(8));
-  }
-
-  static at::Tensor moe_forward(pkb::Collectives& comm, pkb::Group group, const pkb::Inputs& in) {
-    const at::Tensor& hs = in.tensor(0);
-    const int64_t experts = in.integer(9), top_k = in.integer(10);
-    const int64_t hidden = hs.size(-1);
-    at::Tensor h = hs.reshape({-1, hidden});
-    const int64_t tokens = h.size(0);
-
-    // Router.
-    at::Tensor logits = at::linear(h, in.tensor(1), in.tensor(2));
-    auto [weights, selected] = at::topk(at::softmax(logits, -1), top_k, -1);
-    at::Tensor expert_mask = at::one_hot(selected, experts).permute({2, 1, 0});  // (E, k, T)
-
-    // Counts and splits.
-    const int64_t ep = comm.world_size(group), local = experts / ep, rank = comm.rank(group);
-    PKB_CHECK(experts % ep == 0, "num_experts (", experts, ") must be a multiple of the EP size (", ep, ")");
-    at::Tensor counts = expert_mask.sum({1, 2});  // (E,) int64
-    std::vector<int64_t> input_splits = to_list(counts.reshape({ep, local}).sum(1));
-    at::Tensor counts_flat = counts.contiguous().view({-1});
-    at::Tensor global_flat = at::empty({ep * counts_flat.numel()}, counts_flat.options());
-    comm.all_gather_into_tensor(global_flat, counts_flat, group);
-    at::Tensor per_local = global_flat.view({ep, experts}).narrow(1, rank * local, local).contiguous();  // (ep, L)
-    std::vector<int64_t> output_splits = to_list(per_local.sum(1));
-    at::Tensor per_local_cpu = per_local.view({-1, local}).to(at::kCPU);
-
-    // Permute (expert-major, tokens ascending) and dispatch.
-    at::Tensor routing_map = expert_mask.sum(1);  // (E, T)
-    at::Tensor token_idx = at::arange(tokens, routing_map.options()).unsqueeze(0).expand({experts, -1});
-    at::Tensor mapping = token_idx.masked_select(routing_map.to(at::kBool));
-    at::Tensor permuted = h.index_select(0, mapping);
-    int64_t expected = 0;
-    for (int64_t s : input_splits) expected += s;
-    PKB_CHECK(expected == permuted.size(0), "EP split mismatch: input_splits sum (", expected, ") != permuted tokens (",
-              permuted.size(0), ")");
-    at::Tensor received = all_to_all(comm, group, permuted, output_splits, input_splits);
-
-    // Regroup (source, local expert) -> (local expert, source).
-    std::vector<int64_t> permute_order, unpermute_order;
-    for (int64_t l = 0; l < local; ++l)
-      for (int64_t s = 0; s < ep; ++s) permute_order.push_back(s * local + l);
-    for (int64_t s = 0; s < ep; ++s)
-      for (int64_t l = 0; l < local; ++l) unpermute_order.push_back(l * ep + s);
-    at::Tensor grouped = sort_chunks(received, to_list(per_local_cpu.reshape({-1})), permute_order);
-
-    at::Tensor expert_out = expert_forward(grouped, in);
-
-    // Undo the regrouping, combine, weight and scatter back.
-    at::Tensor back = sort_chunks(expert_out, to_list(per_local_cpu.t().reshape({-1})), unpermute_order);
-    at::Tensor returned = all_to_all(comm, group, back, input_splits, output_splits);
-    at::Tensor weights_idx = at::zeros({tokens, experts}, weights.options()).scatter_add_(1, selected, weights);
-    at::Tensor token_w = weights_idx.t().contiguous().masked_select(routing_map.to(at::kBool));
-    at::Tensor weighted = returned * token_w.unsqueeze(-1);
-    at::Tensor out = at::zeros(h.sizes(), weighted.options());
-    out.scatter_add_(0, mapping.unsqueeze(1).expand({-1, hidden}), weighted);
-    return out;
-  }
+ protected:
+  int64_t num_experts(int64_t world) const override { return 2 * world; }
 };
 
 }  // namespace

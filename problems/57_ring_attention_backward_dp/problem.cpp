@@ -3,6 +3,8 @@
 // dp_idx·cp + cp_idx). K/V blocks travel around the CP ring in bf16 while a
 // second ring carries the fp32 dK/dV accumulators of each block back to its
 // owner, as in zhuzilin's ring-flash-attention backward.
+#include "../blocks/group_layout.h"
+#include "../blocks/ring_attention.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
@@ -17,33 +19,10 @@
 
 namespace {
 
+using namespace pkb::blocks;
+
 constexpr int64_t kHeads = 8;
 constexpr int64_t kHeadDim = 64;
-
-// The ring over a process group: this rank's position c in it and the
-// global ranks of the group in group order.
-struct Ring {
-  pkb::Group group;
-  std::vector<int64_t> ranks;
-  int c = 0;
-  int size() const { return static_cast<int>(ranks.size()); }
-  int next() const { return static_cast<int>(ranks[(c + 1) % size()]); }
-  int prev() const { return static_cast<int>(ranks[(c - 1 + size()) % size()]); }
-};
-
-// Sends `out` to the next rank of the ring and receives `in` from the
-// previous one. The published code posts one batch_isend_irecv per step; the
-// facade's point-to-point calls are blocking, so even positions send first
-// and odd positions receive first (no deadlock at any ring size).
-void ring_shift(pkb::Collectives& comm, const Ring& ring, const at::Tensor& out, at::Tensor& in, int tag) {
-  if (ring.c % 2 == 0) {
-    comm.send(out, ring.next(), tag, ring.group);
-    comm.recv(in, ring.prev(), tag, ring.group);
-  } else {
-    comm.recv(in, ring.prev(), tag, ring.group);
-    comm.send(out, ring.next(), tag, ring.group);
-  }
-}
 
 // The block backward for local queries against a held K/V block, fp32.
 // lse is (B, H, S, 1). Returns dQ, dK, dV as (B, S, H, D) fp32.
@@ -51,16 +30,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> local_attn_backward(const at::Ten
                                                                    const at::Tensor& k, const at::Tensor& v,
                                                                    const at::Tensor& out, const at::Tensor& lse,
                                                                    double scale, bool causal) {
-  at::Tensor qh = q.transpose(1, 2).to(at::kFloat);
-  at::Tensor kh = k.transpose(1, 2).to(at::kFloat);
-  at::Tensor vh = v.transpose(1, 2).to(at::kFloat);
+  const auto [qh, kh, vh, scores] = block_scores(q, k, v, scale, causal);
   at::Tensor doh = dout.transpose(1, 2).to(at::kFloat);
   at::Tensor outh = out.transpose(1, 2).to(at::kFloat);
-  at::Tensor scores = at::matmul(qh, kh.transpose(-2, -1)) * scale;
-  if (causal) {
-    at::Tensor mask = at::triu(at::ones({q.size(1), k.size(1)}, q.options().dtype(at::kBool)), 1);
-    scores.masked_fill_(mask.unsqueeze(0).unsqueeze(0), -std::numeric_limits<double>::infinity());
-  }
   at::Tensor probs = at::exp(scores - lse);
   at::Tensor dp = at::matmul(doh, vh.transpose(-2, -1));
   at::Tensor row_dot = (doh * outh).sum({-1}, /*keepdim=*/true);
@@ -90,12 +62,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ring_attn_backward(pkb::Collectiv
   at::Tensor dq, dk, dv, next_dk, next_dv;
   for (int step = 0; step < n; ++step) {
     at::Tensor next_k, next_v;
-    if (step + 1 != n) {
-      next_k = at::empty_like(k);
-      next_v = at::empty_like(v);
-      ring_shift(comm, ring, k, next_k, 0);
-      ring_shift(comm, ring, v, next_v, 1);
-    }
+    shift_kv(comm, ring, step, k, v, next_k, next_v);
     if (step <= ring.c || !causal) {
       auto [bdq, bdk, bdv] = local_attn_backward(dout, q, k, v, out, lse, scale, causal && step == 0);
       if (!dq.defined()) {
@@ -124,12 +91,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ring_attn_backward(pkb::Collectiv
   return {dq.to(dtype), next_dk.to(k.scalar_type()), next_dv.to(v.scalar_type())};
 }
 
-std::vector<int64_t> iota(int64_t start, int64_t step, int64_t count) {
-  std::vector<int64_t> v(count);
-  for (int64_t i = 0; i < count; ++i) v[i] = start + i * step;
-  return v;
-}
-
 class RingAttentionBackwardDp : public pkb::Problem {
  public:
   const pkb::ProblemSpec& spec() const override {
@@ -144,11 +105,7 @@ class RingAttentionBackwardDp : public pkb::Problem {
     return s;
   }
 
-  std::string check_world(int world) const override {
-    if (world < 1 || kHeads % world != 0)
-      return "the published harness asserts num_heads (8) % world_size == 0: W must divide 8";
-    return "";
-  }
+  std::string check_world(int world) const override { return ring_heads_check(world); }
 
   // Seed as published: 42 + 58·1000 + 100·dp_idx + cp_idx + 1 000 003·trial
   // (unique per rank); q, k, v, dout drawn in that order. out and
@@ -178,12 +135,8 @@ class RingAttentionBackwardDp : public pkb::Problem {
     at::Tensor v = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor dout = at::randn({b, s, kHeads, kHeadDim}, opts);
     const double scale = std::pow(static_cast<double>(kHeadDim), -0.5);
-    at::Tensor qh = q.transpose(1, 2).to(at::kFloat);
-    at::Tensor kh = k.transpose(1, 2).to(at::kFloat);
-    at::Tensor vh = v.transpose(1, 2).to(at::kFloat);
-    at::Tensor scores = at::matmul(qh, kh.transpose(-2, -1)) * scale;
-    at::Tensor lse = at::logsumexp(scores, {-1});
-    at::Tensor out = at::matmul(at::softmax(scores, -1), vh).transpose(1, 2).contiguous().to(req.dtype);
+    auto [block_out, lse] = local_attn(q, k, v, scale, false);
+    at::Tensor out = block_out.to(req.dtype);
     pkb::Inputs in;
     in.add("dout", dout);
     in.add("q", q);
@@ -201,21 +154,15 @@ class RingAttentionBackwardDp : public pkb::Problem {
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& dout = in.tensor(0);
     const at::Tensor& q = in.tensor(1);
-    const double scale = std::holds_alternative<pkb::None>(in.at(6).value)
-                             ? std::pow(static_cast<double>(q.size(-1)), -0.5)
-                             : in.real(6);
+    const double scale = softmax_scale(in, 6, q.size(-1));
     const bool causal = in.boolean(7);
     build_layout(comm);
-    Ring ring;
-    ring.ranks = in.group(8).ranks;
-    ring.group = resolve(comm, in.group(8));
-    ring.c = comm.rank(ring.group);
-    PKB_CHECK(ring.c >= 0, "this rank is not in its CP group");
+    const Ring ring = ring_of(comm, layout_.resolve(comm, in.group(8)), in.group(8).ranks);
 
     auto [dq, dk, dv] = ring_attn_backward(comm, ring, dout, q.contiguous(), in.tensor(2).contiguous(),
                                            in.tensor(3).contiguous(), in.tensor(4), in.tensor(5), scale, causal);
     if (!std::holds_alternative<pkb::None>(in.at(9).value)) {
-      const pkb::Group dp_group = resolve(comm, in.group(9));
+      const pkb::Group dp_group = layout_.resolve(comm, in.group(9));
       const int64_t dp = static_cast<int64_t>(in.group(9).ranks.size());
       if (dp > 1) {
         for (at::Tensor* g : {&dq, &dk, &dv}) {
@@ -266,20 +213,11 @@ class RingAttentionBackwardDp : public pkb::Problem {
     std::vector<std::vector<int64_t>> layout;
     for (int64_t c = 0; c < cp; ++c) layout.push_back(iota(c, cp, dp));
     for (int64_t p = 0; p < dp; ++p) layout.push_back(iota(p * cp, 1, cp));
-    for (const auto& ranks : layout) {
-      auto key = std::make_pair(&comm, ranks);
-      if (groups_.count(key) == 0) groups_.emplace(key, comm.new_group(ranks));
-    }
-  }
-
-  pkb::Group resolve(pkb::Collectives& comm, const pkb::GroupRanks& g) const {
-    auto it = groups_.find(std::make_pair(&comm, g.ranks));
-    PKB_CHECK(it != groups_.end(), "process group argument is not part of the CP x DP layout");
-    return it->second;
+    layout_.build(comm, layout);
   }
 
   mutable std::map<const pkb::Collectives*, pkb::Group> all_ranks_;
-  mutable std::map<std::pair<const pkb::Collectives*, std::vector<int64_t>>, pkb::Group> groups_;
+  const GroupLayout layout_{"CP x DP", false};
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // the width shards for height shards, a full complex FFT along the width,
 // and truncation to the Wd/2 + 1 non-negative frequencies. Rank r ends with
 // rows [r·H/W, (r+1)·H/W) of rfft2(x_full, norm="ortho").
+#include "../blocks/shared_seed_draw.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
@@ -12,9 +13,11 @@
 
 namespace {
 
+using namespace pkb::blocks;
+
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-class PhysicsnemoDistributedRfft : public pkb::Problem {
+class PhysicsnemoDistributedRfft : public SharedSeedDraw {
  public:
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{59,
@@ -30,20 +33,7 @@ class PhysicsnemoDistributedRfft : public pkb::Problem {
   // Seeded with rank 0 on every rank (seed(59, 0, trial)): the full
   // (B, H, Wd) float32 field is identical everywhere; rank r keeps columns
   // [r·Wl, (r+1)·Wl). float32 regardless of the harness dtype.
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
-  }
-
-  // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
-  // seed that every rank shares and every integrity draw changes, the refresh
-  // in place included (re-seeding from req.trial, as published, gives the
-  // refresh the last trial's values again: a cache keyed on pointers passed).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::integrity_shared_seed(req));
-  }
-
-  // The published draw with `seed` in place of seed_for(id, 0, trial).
-  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const override {
     at::manual_seed(seed);
     const int64_t b = std::max<int64_t>(1, req.m / 64);
     const int64_t h = round_up(std::max<int64_t>(16, req.m), req.world);

@@ -5,6 +5,7 @@
 // FFT along the width, all-to-all transpose to column shards, inverse FFT
 // along the height, real part. Fixed sizes (2, 10, 720, 1440), independent of
 // the base shape.
+#include "../blocks/shared_seed_draw.h"
 #include "pkb/integrity.h"
 #include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
@@ -14,9 +15,11 @@
 
 namespace {
 
+using namespace pkb::blocks;
+
 constexpr int64_t kB = 2, kC = 10, kH = 720, kW = 1440;
 
-class PhysicsnemoDistributedIrfft : public pkb::Problem {
+class PhysicsnemoDistributedIrfft : public SharedSeedDraw {
  public:
   const pkb::ProblemSpec& spec() const override {
     static const pkb::ProblemSpec s{60,
@@ -38,20 +41,7 @@ class PhysicsnemoDistributedIrfft : public pkb::Problem {
   // Seeded with rank 0 on every rank (seed(60, 0, trial)): the same real
   // field and spectrum everywhere; rank r keeps rows [r·Hl, (r+1)·Hl) of
   // X = rfft2(x_real, s=(720, 1440), dim=(-2, -1), norm="ortho").
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
-  }
-
-  // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
-  // seed that every rank shares and every integrity draw changes, the refresh
-  // in place included (re-seeding from req.trial, as published, gives the
-  // refresh the last trial's values again: a cache keyed on pointers passed).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::integrity_shared_seed(req));
-  }
-
-  // The published draw with `seed` in place of seed_for(id, 0, trial).
-  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const override {
     at::manual_seed(seed);
     const int64_t hl = kH / req.world;
     at::Tensor x_real = at::randn({kB, kC, kH, kW}, at::TensorOptions().dtype(at::kFloat).device(req.device));

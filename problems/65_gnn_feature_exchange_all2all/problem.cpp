@@ -1,12 +1,15 @@
 // GNN feature exchange (GraphBolt-style cooperative minibatching): rows of the
 // local feature table are gathered by index, cut into per-peer chunks, and
 // exchanged with a rank-shifted all-to-all: chunk c goes to rank (r + c) mod W
-// and output chunk c comes from rank (r + c) mod W.
+// and output chunk c comes from rank (r + c) mod W (blocks/rank_shifted_exchange.h).
+#include "../blocks/rank_shifted_exchange.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
 
 namespace {
+
+using namespace pkb::blocks;
 
 class GnnFeatureExchangeAll2All : public pkb::Problem {
  public:
@@ -41,42 +44,13 @@ class GnnFeatureExchangeAll2All : public pkb::Problem {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const int world = comm.world_size(), rank = comm.rank();
+    const int world = comm.world_size();
     const at::Tensor& features = in.tensor(0);
     const at::Tensor& ids = in.tensor(1);
-    std::vector<int64_t> counts_sent(world), counts_received(world);
-    for (int d = 0; d < world; ++d) {
-      counts_sent[d] = in.integer(2 + d);
-      counts_received[d] = in.integer(2 + world + d);
-    }
-    at::Tensor gathered = features.index({ids});
-    int64_t out_rows = 0;
-    for (int64_t c : counts_sent) out_rows += c;
-    std::vector<int64_t> out_shape = features.sizes().vec();
-    out_shape[0] = out_rows;
-    at::Tensor out = at::empty(out_shape, features.options());
     // As published, the output is cut by counts_sent and the gathered rows by
-    // counts_received; both lists are then rotated right by the rank: the
-    // list entry exchanged with peer p is chunk (p - r) mod W.
-    std::vector<at::Tensor> out_chunks = out.split_with_sizes(counts_sent, 0);
-    std::vector<at::Tensor> in_chunks = gathered.split_with_sizes(counts_received, 0);
-    std::vector<at::Tensor> send_list;
-    std::vector<int64_t> send_splits(world), recv_splits(world);
-    for (int p = 0; p < world; ++p) {
-      const int c = ((p - rank) % world + world) % world;
-      send_list.push_back(in_chunks[c]);
-      send_splits[p] = in_chunks[c].size(0);
-      recv_splits[p] = out_chunks[c].size(0);
-    }
-    at::Tensor send = at::cat(send_list, 0);
-    std::vector<int64_t> recv_shape = out_shape;
-    at::Tensor recv = at::empty(recv_shape, features.options());
-    comm.all_to_all_single(recv, send, recv_splits, send_splits);
-    std::vector<at::Tensor> recv_chunks = recv.split_with_sizes(recv_splits, 0);
-    for (int p = 0; p < world; ++p) {
-      const int c = ((p - rank) % world + world) % world;
-      out_chunks[c].copy_(recv_chunks[p]);
-    }
+    // counts_received.
+    at::Tensor out = rank_shifted_all_to_all(comm, features.index({ids}), counts_at(in, 2, world),
+                                             counts_at(in, 2 + world, world));
     return {out};
   }
 

@@ -1,11 +1,15 @@
 // Backward of problem 65 (GraphBolt-style feature exchange): the gradient rows
-// go back through the same rank-shifted all-to-all, then rows that share a
+// go back through the same rank-shifted all-to-all
+// (blocks/rank_shifted_exchange.h), then rows that share a
 // seed id are summed (a COO matrix of ones times the received rows).
+#include "../blocks/rank_shifted_exchange.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
 
 namespace {
+
+using namespace pkb::blocks;
 
 class GnnFeatureExchangeAll2AllBackward : public pkb::Problem {
  public:
@@ -42,41 +46,13 @@ class GnnFeatureExchangeAll2AllBackward : public pkb::Problem {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const int world = comm.world_size(), rank = comm.rank();
+    const int world = comm.world_size();
     const at::Tensor& grad = in.tensor(0);
     const at::Tensor& ids = in.tensor(1);
     const int64_t seed_size = in.integer(2);
-    std::vector<int64_t> counts_sent(world), counts_received(world);
-    for (int d = 0; d < world; ++d) {
-      counts_sent[d] = in.integer(3 + d);
-      counts_received[d] = in.integer(3 + world + d);
-    }
-    int64_t out_rows = 0;
-    for (int64_t c : counts_received) out_rows += c;
-    std::vector<int64_t> out_shape = grad.sizes().vec();
-    out_shape[0] = out_rows;
-    at::Tensor out = at::empty(out_shape, grad.options());
-    // Output chunks by counts_received, input chunks by counts_sent; both
-    // lists rotated right by the rank (the entry exchanged with peer p is
-    // chunk (p - r) mod W), as in problem 65.
-    std::vector<at::Tensor> out_chunks = out.split_with_sizes(counts_received, 0);
-    std::vector<at::Tensor> in_chunks = grad.split_with_sizes(counts_sent, 0);
-    std::vector<at::Tensor> send_list;
-    std::vector<int64_t> send_splits(world), recv_splits(world);
-    for (int p = 0; p < world; ++p) {
-      const int c = ((p - rank) % world + world) % world;
-      send_list.push_back(in_chunks[c]);
-      send_splits[p] = in_chunks[c].size(0);
-      recv_splits[p] = out_chunks[c].size(0);
-    }
-    at::Tensor send = at::cat(send_list, 0);
-    at::Tensor recv = at::empty(out_shape, grad.options());
-    comm.all_to_all_single(recv, send, recv_splits, send_splits);
-    std::vector<at::Tensor> recv_chunks = recv.split_with_sizes(recv_splits, 0);
-    for (int p = 0; p < world; ++p) {
-      const int c = ((p - rank) % world + world) % world;
-      out_chunks[c].copy_(recv_chunks[p]);
-    }
+    // Output chunks by counts_received, input chunks by counts_sent.
+    at::Tensor out = rank_shifted_all_to_all(comm, grad, counts_at(in, 3 + world, world), counts_at(in, 3, world));
+    const int64_t out_rows = out.size(0);
 
     // COO (seed_size x rows) with a one at (ids[j], j), times out: as
     // published (torch.sparse.mm, i.e. _sparse_mm).

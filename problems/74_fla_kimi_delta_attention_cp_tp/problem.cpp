@@ -4,11 +4,14 @@
 // recurrence step by step in the published order, then keeps its own slice.
 // Layout (catalog §0.5) for W >= 4 even: TP pairs {2c, 2c+1}, CP groups
 // {t, t+2, t+4, ...}; otherwise CP = world and no TP.
+#include "../blocks/group_layout.h"
 #include <map>
 
 #include "pkb/problem.h"
 
 namespace {
+
+using namespace pkb::blocks;
 
 constexpr int64_t kLocalSeq = 64;
 constexpr int64_t kHeads = 16;
@@ -17,12 +20,6 @@ constexpr int64_t kValueDim = 128;
 constexpr double kLowerBound = -5.0;
 
 bool tp_layout(int64_t world) { return world >= 4 && world % 2 == 0; }
-
-std::vector<int64_t> iota(int64_t start, int64_t step, int64_t count) {
-  std::vector<int64_t> v(count);
-  for (int64_t i = 0; i < count; ++i) v[i] = start + i * step;
-  return v;
-}
 
 // (B, Ls, ...) -> (B, cp*Ls, ...), gathered in CP-rank order.
 at::Tensor all_gather_sequence(pkb::Collectives& comm, const at::Tensor& x, pkb::Group g) {
@@ -118,7 +115,7 @@ class FlaKimiDeltaAttentionCpTp : public pkb::Problem {
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const bool has_tp = std::holds_alternative<pkb::GroupRanks>(in.at(8).value);
     if (has_tp) build_layout(comm);
-    const pkb::Group cp_group = resolve(comm, in.group(7));
+    const pkb::Group cp_group = layout_.resolve(comm, in.group(7));
     const int cp_size = comm.world_size(cp_group), cp_rank = comm.rank(cp_group);
 
     at::Tensor q = in.tensor(0), k = in.tensor(1), v = in.tensor(2), g = in.tensor(3), beta = in.tensor(4);
@@ -131,7 +128,7 @@ class FlaKimiDeltaAttentionCpTp : public pkb::Problem {
     }
     at::Tensor out = kda_forward(q, k, v, g, beta, in.tensor(5), in.tensor(6));
     if (has_tp) {
-      const pkb::Group tp_group = resolve(comm, in.group(8));
+      const pkb::Group tp_group = layout_.resolve(comm, in.group(8));
       if (comm.world_size(tp_group) > 1) comm.all_reduce(out, pkb::ReduceOp::kSum, tp_group);
     }
     if (cp_size == 1) return {out};
@@ -168,20 +165,10 @@ class FlaKimiDeltaAttentionCpTp : public pkb::Problem {
     std::vector<std::vector<int64_t>> layout;
     for (int64_t c = 0; c < cp; ++c) layout.push_back(iota(c * 2, 1, 2));
     for (int64_t t = 0; t < 2; ++t) layout.push_back(iota(t, 2, cp));
-    for (const auto& ranks : layout) {
-      auto key = std::make_pair(&comm, ranks);
-      if (groups_.count(key) == 0) groups_.emplace(key, comm.new_group(ranks));
-    }
+    layout_.build(comm, layout);
   }
 
-  pkb::Group resolve(pkb::Collectives& comm, const pkb::GroupRanks& g) const {
-    if (g.ranks == iota(0, 1, comm.world_size())) return pkb::kWorld;
-    auto it = groups_.find(std::make_pair(&comm, g.ranks));
-    PKB_CHECK(it != groups_.end(), "process group argument is not part of the TP x CP layout");
-    return it->second;
-  }
-
-  mutable std::map<std::pair<const pkb::Collectives*, std::vector<int64_t>>, pkb::Group> groups_;
+  const GroupLayout layout_{"TP x CP", true};
 };
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Backward of problem 83 (NeMo-RL chunked log-probs, inferred): per chunk of
 // batch·chunk_size tokens, an all-to-all to the token shard, the bf16
-// top-k/top-p filter with its keep mask, the float32 softmax gradient of the
+// top-k/top-p filter with its keep mask (blocks/vocab_parallel.h), the float32 softmax gradient of the
 // target log-probability, and a reverse all-to-all that returns each rank's
 // vocab shard of the gradient (float32).
+#include "../blocks/vocab_parallel.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
@@ -13,54 +14,7 @@
 
 namespace {
 
-constexpr int64_t kVocab = 256;
-
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
-
-// The published _apply_top_k_top_p of problem 84, op for op (bf16 sort,
-// softmax and cumsum outputs; the threshold by slicing): the filtered logits
-// and the keep mask (undefined when nothing is filtered).
-std::pair<at::Tensor, at::Tensor> apply_top_k_top_p(const at::Tensor& logits, int64_t top_k, double top_p) {
-  const bool need_k = top_k > 0, need_p = top_p < 1.0;
-  if (!need_k && !need_p) return {logits, at::Tensor()};
-  const auto shape = logits.sizes().vec();
-  const int64_t vocab = logits.size(-1);
-  at::Tensor l2 = logits.reshape({-1, vocab});
-  if (need_k) top_k = std::min(top_k, vocab);
-  const double neg_inf = -std::numeric_limits<double>::infinity();
-  if (need_k && !need_p) {
-    at::Tensor values = std::get<0>(at::topk(l2, top_k, -1));
-    at::Tensor threshold = values.narrow(-1, top_k - 1, 1).expand_as(l2);
-    at::Tensor keep = l2.ge(threshold);
-    return {l2.masked_fill(keep.logical_not(), neg_inf).reshape(shape), keep.reshape(shape)};
-  }
-  auto [sorted, idx] = l2.sort(-1, /*descending=*/false);
-  at::Tensor top_k_mask;
-  if (need_k) {
-    const int64_t k_index = sorted.size(-1) - top_k;
-    at::Tensor threshold = sorted.slice(-1, k_index, k_index + 1);
-    top_k_mask = sorted.ge(threshold);
-    sorted = sorted.masked_fill(top_k_mask.logical_not(), neg_inf);
-  }
-  at::Tensor probs = sorted.softmax(-1);
-  at::Tensor top_p_mask = at::cumsum(probs, -1).gt(1.0 - top_p);
-  top_p_mask.select(-1, top_p_mask.size(-1) - 1).fill_(true);  // always keep the largest
-  sorted = sorted.masked_fill(top_p_mask.logical_not(), neg_inf);
-  at::Tensor keep_sorted = top_k_mask.defined() ? top_p_mask.logical_and(top_k_mask) : top_p_mask;
-  at::Tensor filtered = sorted.scatter(-1, idx, sorted);
-  at::Tensor keep = keep_sorted.scatter(-1, idx, keep_sorted);
-  return {filtered.reshape(shape), keep.reshape(shape)};
-}
-
-// (num_tokens, Vl) vocab-sharded -> (num_tokens / W, W·Vl) token-sharded.
-at::Tensor all_to_all_vp_to_seq(pkb::Collectives& comm, const at::Tensor& logits) {
-  const int64_t world = comm.world_size();
-  const int64_t tokens = logits.size(0), local_vocab = logits.size(1), local_tokens = tokens / world;
-  at::Tensor in = logits.contiguous().flatten();
-  at::Tensor out = at::empty_like(in);
-  comm.all_to_all_single(out, in);
-  return out.view({world, local_tokens, local_vocab}).permute({1, 0, 2}).reshape({local_tokens, world * local_vocab});
-}
+using namespace pkb::blocks;
 
 // (Tl, V) token-sharded -> (W·Tl, V/W): vocab block j of every local token to rank j.
 at::Tensor all_to_all_seq_to_vp(pkb::Collectives& comm, const at::Tensor& logits) {
@@ -84,68 +38,32 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
 
   // The vocabulary (256) is split evenly; batch·seq and batch·chunk_size are
   // multiples of W by construction (seq and chunk_size are rounded up to one).
-  std::string check_world(int world) const override {
-    if (world < 1 || kVocab % world != 0) return "the world size must divide the 256-word vocabulary";
-    return "";
-  }
+  std::string check_world(int world) const override { return vocab_check_world(world); }
 
-  // batch = max(1, min(M/512, 4)), seq = roundup(max(W, min(M/128, 32)), W);
-  // logits (batch, seq, 256/W) randn in the run's dtype, + 8 (rounded) at the
-  // target's column when this rank holds it; target = (19 i + 5 + trial) mod 256;
+  // add_vocab_logits_and_target with target = (19 i + 5 + trial) mod 256;
   // grad_output = linspace(-1, 1, batch·seq) in bf16;
   // chunk_size = min(roundup(max(W, seq/4), W), seq).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
-    const int64_t w = req.world;
-    const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(req.m / 512, 4));
-    const int64_t seq = round_up(std::max<int64_t>(w, std::min<int64_t>(req.m / 128, 32)), w);
-    const int64_t local_vocab = kVocab / w;
-    at::Tensor logits = at::randn({batch, seq, local_vocab}, opts.dtype(req.dtype));
-    at::Tensor ids = at::arange(batch * seq, opts.dtype(at::kLong));
-    at::Tensor target = at::remainder(ids * 19 + 5 + req.trial, kVocab).reshape({batch, seq});
-    at::Tensor global_vocab = req.rank * local_vocab + at::arange(local_vocab, opts.dtype(at::kLong));
-    at::Tensor target_mask = global_vocab.view({1, 1, local_vocab}).eq(target.unsqueeze(-1));
-    logits = logits + target_mask.to(logits.scalar_type()) * 8.0;
     pkb::Inputs in;
-    in.add("vocab_parallel_logits", logits.contiguous());
-    in.add("target", target.contiguous());
+    add_vocab_logits_and_target(in, req, 19, 5);
+    const int64_t batch = in.tensor(1).size(0), seq = in.tensor(1).size(1);
+    auto opts = at::TensorOptions().device(req.device);
     at::Tensor grad_output = at::linspace(-1.0, 1.0, batch * seq, opts.dtype(at::kBFloat16)).reshape({batch, seq});
     in.add("grad_output", grad_output.contiguous());
     in.add("tp_group", pkb::None{});
     in.add("top_k", int64_t{10});
     in.add("top_p", 0.9);
-    in.add("chunk_size", std::min(round_up(std::max<int64_t>(w, seq / 4), w), seq));
+    in.add("chunk_size", vocab_chunk_size(in, req.world));
     return in;
   }
 
-  // NOTE [integrity trials] (pkb/integrity.h): the published + 8 at the
-  // target leaves it (nearly) alone after the top-k/top-p filter, so at the
-  // CPU shape almost every output is 0 and an all-zeros answer passed; the
-  // targets, a function of the trial index, were also the same for the
-  // refresh in place. Here, from a seed every rank shares (each rank keeps
-  // its vocabulary slice, the targets are replicated across the TP group),
-  // every token's 256 logits are a random permutation of the distinct values
-  // (i - 128)/8, exact in bf16, and its target is the entry holding the r-th
-  // largest, r uniform in [0, 8): the target survives top-k among others, so
-  // its log-probability is about -1 .. -3. grad_output is randn. Distinct logits, because
-  // which of two equal logits the top-p cut keeps depends on how the sort
-  // orders ties (measured: random bf16 logits gave a second, independent
-  // implementation one element of 256 off at W = 4).
+  // replace_vocab_logits_for_integrity (blocks/vocab_parallel.h), then
+  // grad_output randn from the same stream.
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in = make_inputs(req);
-    const at::Tensor& published = in.tensor(0);
-    const int64_t batch = published.size(0), seq = published.size(1), local_vocab = published.size(2);
-    const auto cpu = at::TensorOptions();
-    at::manual_seed(pkb::integrity_shared_seed(req));
-    at::Tensor grid = (at::arange(kVocab, cpu.dtype(at::kFloat)) - 128.0) / 8.0;
-    at::Tensor order = at::argsort(at::rand({batch, seq, kVocab}, cpu.dtype(at::kFloat)), /*dim=*/-1, /*descending=*/false);
-    at::Tensor logits = grid.index_select(0, order.reshape({-1})).view({batch, seq, kVocab});
-    at::Tensor rank_from_top = at::randint(0, 8, {batch, seq, 1}, cpu.dtype(at::kLong));
-    at::Tensor target = order.eq(kVocab - 1 - rank_from_top).to(at::kInt).argmax(-1);
-    at::Tensor grad_output = at::randn({batch, seq}, cpu.dtype(at::kFloat));
-    logits = logits.narrow(-1, req.rank * local_vocab, local_vocab).to(published.scalar_type());
-    in.args()[0].value = logits.contiguous().to(req.device);
-    in.args()[1].value = target.contiguous().to(req.device);
+    replace_vocab_logits_for_integrity(in, req);
+    const int64_t batch = in.tensor(1).size(0), seq = in.tensor(1).size(1);
+    at::Tensor grad_output = at::randn({batch, seq}, at::TensorOptions().dtype(at::kFloat));
     in.args()[2].value = grad_output.to(in.tensor(2).scalar_type()).contiguous().to(req.device);
     return in;
   }
@@ -170,7 +88,8 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
       at::Tensor target_local = target_flat.slice(0, start, end).slice(0, rank * local_tokens, (rank + 1) * local_tokens);
       at::Tensor grad_local = grad_flat.slice(0, start, end).slice(0, rank * local_tokens, (rank + 1) * local_tokens);
       at::Tensor seq_logits = all_to_all_vp_to_seq(comm, logits_2d.slice(0, start, end));
-      auto [filtered, keep] = apply_top_k_top_p(seq_logits, top_k, top_p);
+      at::Tensor keep;
+      at::Tensor filtered = apply_top_k_top_p(seq_logits, top_k, top_p, &keep);
       at::Tensor probs = at::softmax(filtered.to(at::kFloat), -1);
       at::Tensor grad_seq = -probs;
       at::Tensor rows = at::arange(local_tokens, target_local.options());

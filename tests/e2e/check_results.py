@@ -13,11 +13,15 @@ usage: check_results.py RESULTS.jsonl --expect SAMPLE=OUTCOME ... [--count N]
 --reason 3=TEXT            the record of sample 3's reason contains TEXT
 --pids-dead DIR            every process named by a file DIR/<anything>.<pid> is gone
 --no-sample 99             no record of sample 99 (a forged one)
+--fingerprints TABLE       every record's reference digests equal TABLE's
+                           (NOTE [reference fingerprints], fingerprints.py)
 """
 import argparse
 import json
 import os
 import sys
+
+import fingerprints
 
 
 def main():
@@ -32,6 +36,7 @@ def main():
     ap.add_argument("--reason", action="append", default=[])
     ap.add_argument("--pids-dead")
     ap.add_argument("--no-sample", type=int, action="append", default=[])
+    ap.add_argument("--fingerprints")
     a = ap.parse_args()
 
     records = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -98,6 +103,10 @@ def main():
                     failures.append(f"process {pid} ({name}) survived its evaluation")
             except FileNotFoundError:
                 pass
+    if a.fingerprints:
+        fp_failures, equal = fingerprints.check(fingerprints.load(a.fingerprints), records)
+        failures += fp_failures
+        print(f"{equal} reference digests and costs equal to {os.path.basename(a.fingerprints)}")
     for f in failures:
         print("FAIL:", f)
     summary = ", ".join(f"{s}:{[r['outcome'] for r in rs]}" for s, rs in sorted(by_sample.items()))

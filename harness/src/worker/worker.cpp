@@ -36,6 +36,7 @@
 #include "worker/integrity.h"
 #include "worker/memory_probe.h"
 #include "worker/nccl_guard.h"
+#include "worker/output_digest.h"
 #include "worker/route_guard.h"
 #include "worker/sandbox.h"
 #include "worker/timing.h"
@@ -349,6 +350,7 @@ class RankRun {
       Json tj = to_json(cmp);
       tj["trial"] = t;
       tj["kind"] = ts.kind();
+      tj["reference_digest"] = output_digest(want);  // NOTE [reference fingerprints]
       result_["trials"].push_back(tj);
       if (!judge("t" + std::to_string(t) + "/verdict", label, cmp, {{"trial", t}, {"kind", ts.kind()}})) return;
       last_trial_ = ts;

@@ -1,0 +1,204 @@
+// The expert-parallel fused MoE forward of 31 and 32 (the published "BASE
+// case" and its LoRA variant): router (softmax, top-2) -> expert-major
+// permutation -> all-to-all-v dispatch -> the problem's expert MLP ->
+// all-to-all-v combine -> weighted unpermute. 8 experts whatever W (8/W local
+// experts per rank); every local expert of a rank uses that rank's same
+// projections. The dispatcher is VeOmni's / Megatron-LM's all-to-all token
+// dispatcher (preprocess, permute, sort_chunks_by_idxs, unpermute), step for
+// step.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "../blocks/moe_routing.h"
+#include "pkb/problem.h"
+#include "pkb/published_on.h"
+
+namespace pkb::blocks {
+
+constexpr int64_t kInterDim = 128;
+
+// torch.nn.Linear(in, out) as built by the published input generator: on the
+// CPU in float32 with the default init (kaiming_uniform_(a = sqrt(5)) for the
+// weight, U(-1/sqrt(in), 1/sqrt(in)) for the bias), drawn from the CPU
+// generator even when the other inputs come from the GPU's, then cast.
+inline std::pair<at::Tensor, at::Tensor> default_linear(int64_t in, int64_t out, const pkb::InputRequest& req) {
+  const double a = std::sqrt(5.0);
+  const double gain = std::sqrt(2.0 / (1.0 + std::pow(a, 2)));
+  const double bound = std::sqrt(3.0) * (gain / std::sqrt(static_cast<double>(in)));
+  at::Tensor w = at::empty({out, in}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bound, bound);
+  const double bias_bound = 1.0 / std::sqrt(static_cast<double>(in));
+  at::Tensor b = at::empty({out}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bias_bound, bias_bound);
+  return {w.to(req.device, req.dtype), b.to(req.device, req.dtype)};
+}
+
+inline std::vector<int64_t> to_list(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kCPU, at::kLong).contiguous().reshape({-1});
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+// _AllToAll.forward: a fresh (sum(out_splits), N) tensor; at W = 1 the input.
+inline at::Tensor all_to_all(pkb::Collectives& comm, const at::Tensor& input, const std::vector<int64_t>& out_splits,
+                      const std::vector<int64_t>& in_splits) {
+  at::Tensor x = input.contiguous();
+  if (comm.world_size() == 1) return x;
+  int64_t rows = 0;
+  for (int64_t s : out_splits) rows += s;
+  at::Tensor out = at::empty({rows, x.size(1)}, x.options());
+  comm.all_to_all_single(out, x, out_splits, in_splits);
+  return out;
+}
+
+inline at::Tensor sort_chunks_by_idxs(const at::Tensor& input, const std::vector<int64_t>& sizes,
+                               const std::vector<int64_t>& order) {
+  std::vector<at::Tensor> chunks = input.split_with_sizes(sizes, 0);
+  std::vector<at::Tensor> picked;
+  for (int64_t i : order) picked.push_back(chunks[i]);
+  return at::cat(picked, 0);
+}
+
+// torch.topk over the 8 router probabilities. Its tie-break is part of the
+// result: when the k-th and (k+1)-th probabilities are equal in bfloat16,
+// CUDA's topk keeps the values above the k-th one and then the tied ones in
+// ascending index order (its radix-select gather), while the CPU topk may
+// keep another (in every tie measured, the higher) index (recorded fixture, W = 2, rank 0, token 115: experts 3 and
+// 5 tie; CUDA kept 3, the CPU topk keeps 5, and that token's output moves by
+// 0.025). The contract is CUDA's, on every device: on the CPU a stable
+// descending sort cut at k selects the same set. Only the set matters
+// downstream (the order of the k picks is summed away). A tie changes the
+// output only when the tied experts live on different ranks (each rank has
+// its own projections), which is why W = 8 (one expert per rank) meets it
+// most. `cpu_order`: the CPU topk itself, for replaying the Gloo recordings
+// (NOTE [recording device] in pkb/published_on.h).
+inline std::tuple<at::Tensor, at::Tensor> router_topk(const at::Tensor& probs, int64_t k, bool cpu_order) {
+  if (cpu_order) {
+    auto [values, indices] = at::topk(probs.cpu(), k, -1);
+    return {values.to(probs.device()), indices.to(probs.device())};
+  }
+  if (probs.is_cuda()) return at::topk(probs, k, -1);
+  auto [values, indices] = at::sort(probs, /*stable=*/true, /*dim=*/-1, /*descending=*/true);
+  return {values.narrow(-1, 0, k).contiguous(), indices.narrow(-1, 0, k).contiguous()};
+}
+
+class FusedMoeForward : public Problem, public PublishedOn {
+ public:
+  std::string check_world(int world) const override { return moe_experts_check(world); }
+
+  Outputs reference(Context& ctx, Collectives& comm, const Inputs& in) const override {
+    return forward(comm, in, /*cpu_order=*/false);
+  }
+
+  Outputs published_on(const std::string& recorded_on, Context& ctx, Collectives& comm,
+                       const Inputs& in) const override {
+    return forward(comm, in, /*cpu_order=*/recorded_on == "cpu");
+  }
+
+ protected:
+  // RNG order as published: hidden_states, gate_weight, gate_bias from the
+  // device's generator, then the three nn.Linear modules (weight, bias each)
+  // from the CPU generator; added in that order as hidden_states,
+  // gate_weight, gate_bias, gate_proj.weight, gate_proj.bias, up_proj.weight,
+  // up_proj.bias, down_proj.weight, down_proj.bias.
+  static void add_router_and_experts(Inputs& in, const InputRequest& req, int problem) {
+    PKB_CHECK(kNumExperts % req.world == 0, "problem ", problem, " needs W to divide the 8 experts (W = ", req.world,
+              ")");
+    const auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    at::Tensor hidden = at::randn({req.m, req.n}, opts);
+    at::Tensor gate_weight = at::randn({kNumExperts, req.n}, opts);
+    at::Tensor gate_bias = at::randn({kNumExperts}, opts);
+    auto gate_proj = default_linear(req.n, kInterDim, req);
+    auto up_proj = default_linear(req.n, kInterDim, req);
+    auto down_proj = default_linear(kInterDim, req.n, req);
+    in.add("hidden_states", hidden);
+    in.add("gate_weight", gate_weight);
+    in.add("gate_bias", gate_bias);
+    in.add("gate_proj.weight", gate_proj.first);
+    in.add("gate_proj.bias", gate_proj.second);
+    in.add("up_proj.weight", up_proj.first);
+    in.add("up_proj.bias", up_proj.second);
+    in.add("down_proj.weight", down_proj.first);
+    in.add("down_proj.bias", down_proj.second);
+  }
+
+  // num_experts, top_k, group: the arguments after the problem's tensors.
+  static void add_routing_args(Inputs& in) {
+    in.add("num_experts", kNumExperts);
+    in.add("top_k", kTopK);
+    in.add("group", None{});
+  }
+
+  // The expert MLP on the grouped rows (every local expert alike).
+  virtual at::Tensor expert(const at::Tensor& x, const Inputs& in) const = 0;
+  // The index of num_experts (top_k follows).
+  virtual size_t count_arg() const = 0;
+
+ private:
+  Outputs forward(Collectives& comm, const Inputs& in, bool cpu_order) const {
+    const int64_t world = comm.world_size(), rank = comm.rank();
+    const at::Tensor& hidden_in = in.tensor(0);
+    const int64_t num_experts = in.integer(count_arg()), top_k = in.integer(count_arg() + 1);
+    const int64_t hidden_dim = hidden_in.size(-1);
+    at::Tensor hidden = hidden_in.reshape({-1, hidden_dim});
+    const int64_t local_experts = num_experts / world;
+
+    // Router: one addmm, a bfloat16 softmax, top-k (not renormalised).
+    at::Tensor logits = at::linear(hidden, in.tensor(1), in.tensor(2));
+    auto [routing_weights, selected] = router_topk(at::softmax(logits, -1), top_k, cpu_order);
+    at::Tensor expert_mask = at::one_hot(selected, num_experts).permute({2, 1, 0});  // (E, K, M) int64
+
+    // _preprocess: split sizes from the per-expert counts, all-gathered.
+    at::Tensor counts = expert_mask.sum(at::IntArrayRef{1, 2});  // (E,) int64
+    std::vector<int64_t> input_splits = to_list(counts.reshape({world, local_experts}).sum(1));
+    at::Tensor counts_flat = counts.contiguous().view(-1);
+    at::Tensor global_counts = at::empty({world * counts_flat.numel()}, counts_flat.options());
+    if (world == 1) {
+      global_counts.copy_(counts_flat);
+    } else {
+      comm.all_gather_into_tensor(global_counts, counts_flat);
+    }
+    at::Tensor per_local = global_counts.view({world, num_experts})
+                               .narrow(1, rank * local_experts, local_experts)
+                               .contiguous();  // (W, nle)
+    std::vector<int64_t> output_splits = to_list(per_local.sum(1));
+
+    // token_pre_all2all: expert-major, token-ascending permutation; dispatch;
+    // regroup the received (source, local expert) chunks local-expert-major.
+    at::Tensor routing_map = expert_mask.sum(1);  // (E, M) int64
+    const int64_t num_tokens = hidden.size(0);
+    at::Tensor sorted_indices = at::arange(num_tokens, routing_map.options())
+                                    .unsqueeze(0)
+                                    .expand({num_experts, -1})
+                                    .masked_select(routing_map.to(at::kBool));
+    at::Tensor permuted = hidden.index_select(0, sorted_indices);
+    int64_t expected = 0;
+    for (int64_t s : input_splits) expected += s;
+    PKB_CHECK(expected == permuted.size(0), "EP split mismatch: input_splits sum (", expected,
+              ") != permuted tokens (", permuted.size(0), ")");
+    at::Tensor dispatched = all_to_all(comm, permuted, output_splits, input_splits);
+    std::vector<int64_t> permute_order, unpermute_order;
+    for (int64_t le = 0; le < local_experts; ++le)
+      for (int64_t src = 0; src < world; ++src) permute_order.push_back(src * local_experts + le);
+    for (int64_t src = 0; src < world; ++src)
+      for (int64_t le = 0; le < local_experts; ++le) unpermute_order.push_back(le * world + src);
+    at::Tensor grouped = sort_chunks_by_idxs(dispatched, to_list(per_local), permute_order);
+
+    at::Tensor expert_outputs = expert(grouped, in);
+
+    // tokens_post_all2all: undo the regrouping, send back, weight, scatter-add.
+    at::Tensor regrouped = sort_chunks_by_idxs(expert_outputs, to_list(per_local.t()), unpermute_order);
+    at::Tensor home = all_to_all(comm, regrouped, input_splits, output_splits);
+    at::Tensor weights_idx = at::zeros({routing_weights.size(0), num_experts}, routing_weights.options());
+    weights_idx.scatter_add_(1, selected, routing_weights);
+    at::Tensor tokens_weight = weights_idx.t().contiguous().masked_select(routing_map.to(at::kBool));
+    at::Tensor tokens = home * tokens_weight.unsqueeze(-1);
+    at::Tensor out = at::zeros({num_tokens, hidden_dim}, tokens.options());
+    out.scatter_add_(0, sorted_indices.unsqueeze(1).expand({-1, hidden_dim}), tokens);
+    return {out};
+  }
+};
+
+}  // namespace pkb::blocks

@@ -508,12 +508,7 @@ class RankRun {
     tj["draws"] = fr.draws;
     tj["draw_us"] = fr.draw_us;
     tj["checked_calls"] = fr.checked;
-    tj["candidate"] = to_json(tr.cand);
-    tj["reference"] = to_json(tr.ref);
-    if (job_.j.value("keep_samples", false)) {
-      tj["candidate"]["samples_us"] = tr.cand_samples;
-      tj["reference"]["samples_us"] = tr.ref_samples;
-    }
+    record_sides(tr, &tj);
     result_["timing"] = tj;
     phase("recheck");
     CompareResult verdict;
@@ -527,6 +522,16 @@ class RankRun {
     if (verdict.outcome == Outcome::kCorrect) verdict = timing_anomaly_verdict(tr.cand);
     judge("perf/verdict", "timing", verdict, {{"kind", "timing"}});
     return tr.last_cand_inputs;
+  }
+
+  // Both sides' stats in a timing record, with every sample on --keep-samples.
+  void record_sides(const TimingResult& tr, Json* tj) const {
+    (*tj)["candidate"] = to_json(tr.cand);
+    (*tj)["reference"] = to_json(tr.ref);
+    if (job_.j.value("keep_samples", false)) {
+      (*tj)["candidate"]["samples_us"] = tr.cand_samples;
+      (*tj)["reference"]["samples_us"] = tr.ref_samples;
+    }
   }
 
   // Both sides' groups and kept outputs (NOTE [fresh inputs], step 4): a
@@ -597,12 +602,7 @@ class RankRun {
     tj["warmup"] = o.warmup;
     tj["iters"] = o.iters;
     tj["rounds"] = o.rounds;
-    tj["candidate"] = to_json(tr.cand);
-    tj["reference"] = to_json(tr.ref);
-    if (job_.j.value("keep_samples", false)) {
-      tj["candidate"]["samples_us"] = tr.cand_samples;
-      tj["reference"]["samples_us"] = tr.ref_samples;
-    }
+    record_sides(tr, &tj);
     result_["timing"] = tj;
     phase("recheck");
     CompareResult re = compare_outputs(tr.last_ref, tr.last_cand, tol_, checked_outputs(tr.last_ref.size()));

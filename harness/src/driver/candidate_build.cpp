@@ -15,6 +15,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "driver/candidate_pch.h"
 #include "driver/response_extract.h"
 #include "pkb/check.h"
 
@@ -273,8 +274,16 @@ BuildResult build_candidate(const std::string& source, const std::string& device
     o << src;
   }
   std::string tmp_so = dir + "/candidate.so.tmp." + std::to_string(getpid());
+  std::string pch;
+  if (!use_nvcc) {
+    // NOTE [candidate precompiled header]
+    const std::string header =
+        precompiled_header(compiler, version, flags, candidate_cache_key(precompiled_header_source(), false, tc, version),
+                           timeout_s, nullptr);
+    if (!header.empty()) pch = " -include " + shell_quote(header);
+  }
   std::string cmd =
-      shell_quote(compiler) + flags + " -o " + shell_quote(tmp_so) + " " + shell_quote(copy) + link;
+      shell_quote(compiler) + flags + pch + " -o " + shell_quote(tmp_so) + " " + shell_quote(copy) + link;
   std::string out = run_command(cmd, &st, timeout_s);
   {
     std::ofstream lf(log_path);

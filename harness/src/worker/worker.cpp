@@ -384,8 +384,8 @@ class RankRun {
   // `pkb audit` judges each trivial candidate on the same trials, drawn from
   // the same seeds, so the reference's outputs of trial t (and its inputs
   // after the call, for the mutation check) are the same for each: its first
-  // run serves the rest (the audit of 80 at W = 2 on CPU ran its reference
-  // 15 times for 4 trials). Only the harness's own candidates are audited, so
+  // run serves the rest (62 and 80 audited at W = 2 on an idle 2-core
+  // machine: 44.3 s without, 34.2 s with; 2026-12-02). Only the harness's own candidates are audited, so
   // nothing untrusted sees the memo. All ranks keep a trial's or none (a rank
   // that calls the reference alone waits for the others in its collectives),
   // and at most kAuditMemoBytes per rank: the heavy problems run it again.
@@ -492,13 +492,53 @@ class RankRun {
     return std::make_unique<LocalSide>(*dist_, [&](const Inputs& in) { return run_local_candidate(in); });
   }
 
+  // The reference's call time that sizes the fresh timing's segments. A
+  // trial's call is timed with its device sync, which for a call of a few
+  // microseconds is most of it: segments of 4 calls, so a contestant request
+  // (~2.2-3.4 ms by its referee's clock at W = 1 on an H200) for every 4-9
+  // calls, which left the shipped solution of 13 (7.7 us a call) just over
+  // its referee's allowance (684 us seen per call, 672 allowed: a false
+  // timing_anomaly, measured 2026-12-02). So where the slowest rank's trial
+  // call is under kProbeBelowUs (a call that could give segments of more
+  // than one call), the reference makes kProbeCalls calls back to back on a
+  // clone of the last trial's inputs, one sync at the end, and the shorter of
+  // the two times sets the segments (not where a rank's inputs exceed
+  // kProbeMaxBytes: the clone would be the memory's peak). With the probe
+  // below 500 us, 13 read 157 us per call against 201 allowed; 11 and 15,
+  // whose trial calls were above it, kept segments of 4 (15: 809 against
+  // 816): hence the probe below kSegmentTargetUs, at most 16 ms of calls.
+  static constexpr double kProbeBelowUs = kSegmentTargetUs;
+  static constexpr int kProbeCalls = 8;
+  static constexpr double kProbeMaxBytes = 256.0 * (1 << 20);
+  double reference_call_us(const Inputs& inputs) {
+    const double trial_us = t_ref_s_ > 0 ? t_ref_s_ * 1e6 : 1000;
+    double in_bytes = 0;
+    for (const auto& a : inputs.args())
+      if (auto t = std::get_if<at::Tensor>(&a.value); t && t->defined()) in_bytes += static_cast<double>(t->nbytes());
+    double slowest = 0, largest = 0;
+    for (const auto& v : dist_->exchange("timing/trial_call", std::to_string(trial_us) + " " + std::to_string(in_bytes))) {
+      double us = 0, bytes = 0;
+      PKB_CHECK(std::sscanf(v.c_str(), "%lf %lf", &us, &bytes) == 2, "a rank's trial call is unreadable: '", v, "'");
+      slowest = std::max(slowest, us);
+      largest = std::max(largest, bytes);
+    }
+    if (slowest >= kProbeBelowUs || largest > kProbeMaxBytes) return trial_us;
+    Inputs probe = inputs.clone();
+    dist_->device_sync();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < kProbeCalls; ++k) problem_->reference(*ctx_, dist_->collectives(), probe);
+    dist_->device_sync();
+    const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    return std::min(trial_us, us / kProbeCalls);
+  }
+
   // NOTE [fresh inputs] (worker/timing_fresh.h).
   Inputs perf_fresh(const Inputs& inputs) {
     FreshTimingOptions fo;
     fo.max_noise = job_.j.value("max_noise", 0.01);
     fo.min_samples = job_.j.value("min_samples", 16);
     fo.max_time_s = job_.j.value("max_time_s", 0.5);
-    fo.call_us = t_ref_s_ > 0 ? t_ref_s_ * 1e6 : 1000;
+    fo.call_us = reference_call_us(inputs);
     fo.out_bytes = last_out_bytes_;
     fo.base.cache_bytes = cache_bytes_for(dist_->device());
     fo.memory_budget_bytes = timing_memory_budget();

@@ -32,7 +32,10 @@
 //     stop is agreed across ranks (all ranks make the same calls). The record
 //     carries the samples, the noise reached and whether it met the target.
 //  4. Segments: S calls, S from the reference's fastest trial call (about
-//     kSegmentTargetUs of calls, 4..32); input groups: P >= S, and enough that
+//     kSegmentTargetUs of calls, 4..32), or, where that call is under
+//     kSegmentTargetUs on every rank, from 8 reference calls back to back
+//     (a trial call is timed with its sync: Worker::reference_call_us says
+//     why); input groups: P >= S, and enough that
 //     cycling them exceeds 3x the last-level cache (step 1 of the published
 //     protocol), within a memory budget (both sides' groups and kept
 //     outputs); segment k uses groups kS .. kS+S-1 mod P. The ranks take the
@@ -55,7 +58,7 @@ struct FreshTimingOptions {
   double max_noise = 0.01;  // relative half-width of the median's 95% confidence interval
   int min_samples = 16;
   double max_time_s = 0.5;   // per side, warm-up included, by the referee's clock
-  double call_us = 1000;     // the reference's fastest trial call (sizes the segments)
+  double call_us = 1000;     // the reference's call time (sizes the segments; step 4)
   double out_bytes = 0;      // one call's outputs (the trials'), for the memory budget and the allowance
   double memory_budget_bytes = 512.0 * (1 << 20);  // both sides' groups and kept outputs
   TimingOptions base;        // cache, gates, wall ratio (NOTE [timing protocol])

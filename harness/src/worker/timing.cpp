@@ -221,6 +221,13 @@ int input_groups_for(double input_bytes, double cache_bytes) {
 
 double input_tensor_bytes(const Inputs& in) { return tensor_bytes(in); }
 
+double output_tensor_bytes(const Outputs& out) {
+  double b = 0;
+  for (const auto& t : out)
+    if (t.defined()) b += static_cast<double>(t.nbytes());
+  return b;
+}
+
 void LocalSide::prepare(const Inputs& inputs, int groups) {
   groups_.clear();
   for (int g = 0; g < groups; ++g) groups_.push_back(inputs.clone());

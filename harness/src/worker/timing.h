@@ -247,6 +247,7 @@ bool prime(RankPeers& peers, TimedSide& side, SegmentSpec spec, const TimingOpti
 
 int input_groups_for(double input_bytes, double cache_bytes);
 double input_tensor_bytes(const Inputs& in);
+double output_tensor_bytes(const Outputs& out);
 TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide& cand, TimedSide& ref,
                               const TimingOptions& opts);
 Json to_json(const TimingStats& s);

@@ -19,14 +19,6 @@ double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
-double tensor_bytes(const Inputs& in) {
-  double b = 0;
-  for (const auto& a : in.args())
-    if (auto t = std::get_if<at::Tensor>(&a.value))
-      if (t->defined()) b += static_cast<double>(t->nbytes());
-  return b;
-}
-
 // Per side: what the stopping rule (step 3) reads.
 struct SideState {
   TimedSide* side;
@@ -79,7 +71,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   o.shared_gpu = peers.shared_gpu();
   o.kept_copy_us = 2 * opts.out_bytes / (o.cpu ? kKeptCopyBytesPerUsCpu : kKeptCopyBytesPerUs);
   FreshResult res;
-  const double in_bytes = tensor_bytes(inputs);
+  const double in_bytes = input_tensor_bytes(inputs);
   res.layout = fresh_layout(opts.call_us, in_bytes, opts.out_bytes, o.cache_bytes, opts.memory_budget_bytes);
   // Every rank makes the same calls: the smallest layout of any rank (each
   // sizes its own from its clock, inputs and free memory).

@@ -365,9 +365,7 @@ class RankRun {
       result_["trials"].push_back(tj);
       if (!judge("t" + std::to_string(t) + "/verdict", label, cmp, {{"trial", t}, {"kind", ts.kind()}})) return;
       last_trial_ = ts;
-      last_out_bytes_ = 0;
-      for (const auto& o : want)
-        if (o.defined()) last_out_bytes_ += static_cast<double>(o.nbytes());
+      last_out_bytes_ = output_tensor_bytes(want);
       last_inputs = std::move(inputs);
       last_cand_inputs = std::move(cand_in);
     }
@@ -395,17 +393,8 @@ class RankRun {
     Inputs inputs;
     double seconds = 0;
   };
-  static double tensor_bytes(const std::vector<at::Tensor>& ts) {
-    double b = 0;
-    for (const auto& t : ts)
-      if (t.defined()) b += static_cast<double>(t.nbytes());
-    return b;
-  }
   void remember_reference(int trial, const Outputs& want, const Inputs& ref_in, double seconds) {
-    std::vector<at::Tensor> in_tensors;
-    for (const auto& a : ref_in.args())
-      if (auto t = std::get_if<at::Tensor>(&a.value)) in_tensors.push_back(*t);
-    const double bytes = audit_memo_bytes_ + tensor_bytes(want) + tensor_bytes(in_tensors);
+    const double bytes = audit_memo_bytes_ + output_tensor_bytes(want) + input_tensor_bytes(ref_in);
     const bool fits = bytes <= kAuditMemoBytes;
     auto all = dist_->exchange(key_prefix_ + "t" + std::to_string(trial) + "/memo", fits ? "1" : "0");
     for (const auto& a : all)
@@ -512,9 +501,7 @@ class RankRun {
   static constexpr double kProbeMaxBytes = 256.0 * (1 << 20);
   double reference_call_us(const Inputs& inputs) {
     const double trial_us = t_ref_s_ > 0 ? t_ref_s_ * 1e6 : 1000;
-    double in_bytes = 0;
-    for (const auto& a : inputs.args())
-      if (auto t = std::get_if<at::Tensor>(&a.value); t && t->defined()) in_bytes += static_cast<double>(t->nbytes());
+    const double in_bytes = input_tensor_bytes(inputs);
     double slowest = 0, largest = 0;
     for (const auto& v : dist_->exchange("timing/trial_call", std::to_string(trial_us) + " " + std::to_string(in_bytes))) {
       double us = 0, bytes = 0;

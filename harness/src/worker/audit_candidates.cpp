@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "pkb/check.h"
+#include "worker/fixed_inputs.h"
 
 namespace pkb {
 
@@ -17,7 +18,8 @@ TrivialFn make_trivial_candidate(const std::string& kind, const Problem& problem
   const Problem* p = &problem;
   Context* c = &ctx;
   Collectives* m = &comm;
-  auto ref = [p, c, m](const Inputs& in) { return p->reference(*c, *m, in.clone()); };
+  const FixedSet fixed = fixed_inputs_of(problem);  // NOTE [fixed inputs]: read, never cloned
+  auto ref = [p, c, m, fixed](const Inputs& in) { return p->reference(*c, *m, clone_but_fixed(in, fixed)); };
   if (kind == "zeros" || kind == "ones") {
     const bool ones = kind == "ones";
     return [ref, ones](const Inputs& in) {

@@ -118,12 +118,12 @@ class Contestant {
       return {{"ok", true}};
     }
     if (op == "call") {
-      Inputs in = inputs_from(req.at("inputs"), region(req.at("region").get<int>()));
+      Inputs in = inputs_from(req.at("inputs"), region_of(), req.at("region").get<int>());
       return outputs_reply(run_checked(in));
     }
     if (op == "groups") {
       std::vector<Inputs> groups;
-      for (const auto& g : req.at("groups")) groups.push_back(inputs_from(g.at("inputs"), region(g.at("region").get<int>())));
+      for (const auto& g : req.at("groups")) groups.push_back(inputs_from(g.at("inputs"), region_of(), g.at("region").get<int>()));
       // New descriptors for the same side keep its kept-output storage.
       if (!side_) side_ = std::make_unique<LocalSide>(*peers_, [this](const Inputs& in) { return run(in); });
       side_->set_groups(std::move(groups));
@@ -223,6 +223,9 @@ class Contestant {
     return {{"ok", true}};
   }
 
+  std::function<SharedRegion&(int)> region_of() {
+    return [this](int id) -> SharedRegion& { return region(id); };
+  }
   SharedRegion& region(int id) {
     auto it = regions_.find(id);
     PKB_CHECK(it != regions_.end(), "no region ", id);

@@ -396,9 +396,16 @@ Json ContestantClient::info() const {
   return j;
 }
 
-void ContestantSide::prepare(const Inputs& inputs, int groups) {
+void ContestantSide::prepare(const Inputs& inputs, int groups, const FixedSet& fixed) {
   groups_.clear();
-  for (int g = 0; g < groups; ++g) groups_.push_back(c_.place(inputs, 1 + g));
+  fixed_ = fixed;
+  fixed_copy_.reset();
+  fixed_source_ = Inputs();
+  if (!fixed.empty()) {
+    fixed_source_ = only_fixed(inputs, fixed);
+    fixed_copy_ = c_.place(fixed_source_, 0);
+  }
+  for (int g = 0; g < groups; ++g) groups_.push_back(place_group(inputs, 1 + g));
   c_.set_groups(groups_);
   next_ = 0;
 }
@@ -422,9 +429,22 @@ auto ContestantSide::timed(int64_t calls, F f) {
   }
 }
 
+Placed ContestantSide::place_group(const Inputs& in, int slot) {
+  if (fixed_.empty()) return c_.place(in, slot);
+  Placed p = c_.place(without_fixed(in, fixed_), slot);
+  for (size_t i : fixed_) {
+    PKB_CHECK(i < in.size() && in.tensor(i).is_same(fixed_source_.tensor(i)),
+              "new contents replace fixed input ", i, " (NOTE [fixed inputs])");
+    p.desc[i] = fixed_copy_->desc[i];
+    p.desc[i]["region"] = fixed_copy_->slot;
+    p.views = with_arg(p.views, i, fixed_copy_->views.tensor(i));
+  }
+  return p;
+}
+
 void ContestantSide::refill(int g, const Inputs& contents) {
   PKB_CHECK(g >= 0 && g < static_cast<int>(groups_.size()), "no input group ", g);
-  Placed p = c_.place(contents, 1 + g);
+  Placed p = place_group(contents, 1 + g);
   if (p.desc != groups_[g].desc) moved_ = true;
   groups_[g] = std::move(p);
 }

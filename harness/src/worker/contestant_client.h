@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/outcome.h"
@@ -107,7 +108,9 @@ class ContestantClient {
 class ContestantSide final : public TimedSide {
  public:
   explicit ContestantSide(ContestantClient& c) : c_(c) {}
-  void prepare(const Inputs& inputs, int groups) override;
+  // Fixed tensors (NOTE [fixed inputs]) once, in the trials' region (slot 0,
+  // which held them already), and every group's descriptors point there.
+  void prepare(const Inputs& inputs, int groups, const FixedSet& fixed) override;
   void warm(int calls, int start = -1) override;
   SegmentReport segment(const SegmentSpec& spec) override;
   // In the group's region (the same offsets when the shapes repeat); the
@@ -117,6 +120,8 @@ class ContestantSide final : public TimedSide {
   Outputs last_outputs() override;
   Inputs last_inputs() override { return last_placed().views; }
   const Placed& last_placed() const;
+  // The contestant's one copy of the fixed inputs (views; null without any).
+  const Inputs* fixed_views() const { return fixed_copy_ ? &fixed_copy_->views : nullptr; }
   void pause() override { c_.freeze(); }
   void resume() override { c_.thaw(); }
   const RefereeAccount* account() const override { return &acc_; }
@@ -128,7 +133,11 @@ class ContestantSide final : public TimedSide {
   ContestantClient& c_;
   RefereeAccount acc_;
   void send_groups_if_moved();
+  Placed place_group(const Inputs& in, int slot);
   std::vector<Placed> groups_;
+  FixedSet fixed_;
+  Inputs fixed_source_;               // the referee's fixed tensors (refills must bring these)
+  std::optional<Placed> fixed_copy_;  // their copy in the contestant's slot 0
   bool moved_ = false;  // a refill moved a group: its descriptors are to be sent
   size_t next_ = 0;  // the contestant's rotation, mirrored (LocalSide)
 };

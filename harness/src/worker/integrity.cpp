@@ -1,5 +1,6 @@
 #include "worker/integrity.h"
 
+#include <algorithm>
 #include <variant>
 
 namespace pkb {
@@ -13,17 +14,59 @@ std::vector<TrialSpec> plan_trials(int published, int integrity) {
 
 namespace {
 
-bool same_bits(const at::Tensor& a, const at::Tensor& b) {
+// Bytes summed at a time (as kSameBitsChunkBytes are compared: at::equal on
+// a CUDA tensor materialises one bool per element, and a 56.8 GB input
+// would need as much again).
+constexpr int64_t kChunkBytes = kSameBitsChunkBytes;
+
+at::Tensor flat_bytes(const at::Tensor& t) { return t.contiguous().reshape({-1}).view(at::kByte); }
+
+}  // namespace
+
+bool same_bits(const at::Tensor& a, const at::Tensor& b, int64_t chunk_bytes) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
   if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
   if (a.numel() == 0) return true;
+  if (a.is_same(b)) return true;
   // Bitwise, so NaN payloads and signed zeros count too.
-  at::Tensor x = a.contiguous().reshape({-1}).view(at::kByte), y = b.contiguous().reshape({-1}).view(at::kByte);
-  return at::equal(x, y);
+  at::Tensor x = flat_bytes(a), y = flat_bytes(b);
+  const int64_t n = x.numel();
+  for (int64_t off = 0; off < n; off += chunk_bytes) {
+    const int64_t len = std::min(chunk_bytes, n - off);
+    if (!at::equal(x.narrow(0, off, len), y.narrow(0, off, len))) return false;
+  }
+  return true;
 }
 
-}  // namespace
+std::vector<int64_t> content_checksum(const at::Tensor& t) {
+  if (!t.defined() || t.numel() == 0) return {0, 0, 0};
+  at::Tensor bytes = flat_bytes(t);
+  // As int32 words where the size allows (a quarter of the elements to sum).
+  at::Tensor w = bytes.numel() % 4 == 0 ? bytes.view(at::kInt) : bytes;
+  constexpr int64_t kCols = 4096;
+  const int64_t n = w.numel(), rows = n / kCols;
+  auto opts = at::TensorOptions().device(t.device()).dtype(at::kLong);
+  at::Tensor total = at::zeros({3}, opts);
+  // Sums of int32 reduce in int64 without a widened copy; they wrap on
+  // overflow, which a checksum does not mind.
+  const int64_t chunk_rows = std::max<int64_t>(1, kChunkBytes / (kCols * w.element_size()));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t nr = std::min(chunk_rows, rows - r0);
+    at::Tensor m = w.narrow(0, r0 * kCols, nr * kCols).view({nr, kCols});
+    at::Tensor row = m.sum(1, false, at::kLong), col = m.sum(0, false, at::kLong);
+    total[0] += row.sum();
+    total[1] += (row * (at::arange(r0, r0 + nr, opts).remainder(65521) + 1)).sum();
+    total[2] += (col * (at::arange(0, kCols, opts) + 1)).sum();
+  }
+  if (rows * kCols < n) {
+    at::Tensor tail = w.narrow(0, rows * kCols, n - rows * kCols).to(at::kLong);
+    total[0] += tail.sum();
+    total[1] += (tail * (at::arange(0, tail.numel(), opts) + 7)).sum();
+  }
+  at::Tensor h = total.cpu();
+  return {h[0].item<int64_t>(), h[1].item<int64_t>(), h[2].item<int64_t>()};
+}
 
 std::string changed_input(const Inputs& original, const Inputs& after_reference, const Inputs& after_candidate) {
   for (size_t i = 0; i < original.size(); ++i) {
@@ -65,8 +108,8 @@ bool refresh_in_place(Inputs& target, const Inputs& fresh, std::string* why_not)
       return fail("input '" + target.at(i).name + "' has a seed-dependent shape");
   }
   for (size_t i = 0; i < target.size(); ++i)
-    if (target.is_tensor(i) && target.tensor(i).defined())
-      const_cast<at::Tensor&>(target.tensor(i)).copy_(fresh.tensor(i));
+    if (target.is_tensor(i) && target.tensor(i).defined() && !target.tensor(i).is_same(fresh.tensor(i)))
+      const_cast<at::Tensor&>(target.tensor(i)).copy_(fresh.tensor(i));  // a fixed input may be the same tensor
   return true;
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
+
 #include "pkb/inputs.h"
 
 namespace pkb {
@@ -25,6 +27,19 @@ std::vector<TrialSpec> plan_trials(int published, int integrity);
 // offset no candidate sees, then one per draw.
 inline constexpr int64_t kTimingDrawBase = int64_t{1} << 29;
 inline constexpr uint64_t kTimingDrawSpan = uint64_t{1} << 28;
+
+// Bit for bit (NaN payloads and signed zeros count), in chunks (at::equal
+// on a GPU would need a bool per element).
+inline constexpr int64_t kSameBitsChunkBytes = int64_t{1} << 28;
+bool same_bits(const at::Tensor& a, const at::Tensor& b, int64_t chunk_bytes = kSameBitsChunkBytes);
+
+// Three sums over a tensor's bytes as int32 words (bytes where the size is
+// not a multiple of 4), laid out as rows of 4096: of every word, of each
+// row's sum weighted by the row, of each column's weighted by the column.
+// A write changes one of them unless its changes cancel in all three. It
+// checks pkb's own references (NOTE [fixed inputs]), not a candidate: those
+// are compared bit for bit.
+std::vector<int64_t> content_checksum(const at::Tensor& t);
 
 // Where the reference leaves an input bit-for-bit unchanged and the candidate
 // changed it: "the candidate changed input 'tensor' (argument 0), which the

@@ -245,10 +245,14 @@ Json place_inputs(const Inputs& in, SharedRegion& r, Inputs* views) {
 }
 
 Inputs inputs_from(const Json& desc, SharedRegion& r) {
+  return inputs_from(desc, [&](int) -> SharedRegion& { return r; }, 0);
+}
+
+Inputs inputs_from(const Json& desc, const std::function<SharedRegion&(int)>& region_of, int region) {
   Inputs in;
   for (const auto& d : desc) {
     const std::string k = d.at("kind").get<std::string>();
-    if (k == "tensor") in.add(d.at("name").get<std::string>(), view_of(d, r));
+    if (k == "tensor") in.add(d.at("name").get<std::string>(), view_of(d, region_of(d.value("region", region))));
     else if (k == "undefined") in.add(d.at("name").get<std::string>(), at::Tensor());
     else in.add(d.at("name").get<std::string>(), scalar_from(d));
   }

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 
 #include "common/results.h"
@@ -50,6 +51,10 @@ size_t region_bytes_for(const std::vector<at::Tensor>& ts);
 Json place_inputs(const Inputs& in, SharedRegion& r, Inputs* views);
 // The argument list a descriptor names, its tensors views of `r`.
 Inputs inputs_from(const Json& desc, SharedRegion& r);
+// The same where a tensor's descriptor may name a region of its own
+// ("region": id, as a fixed input's does: NOTE [fixed inputs]); `region` for
+// those that do not.
+Inputs inputs_from(const Json& desc, const std::function<SharedRegion&(int)>& region_of, int region);
 
 // The same for an output list (tensors stored contiguous; undefined kept).
 Json place_outputs(const Outputs& out, SharedRegion& r);

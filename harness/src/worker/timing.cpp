@@ -228,9 +228,10 @@ double output_tensor_bytes(const Outputs& out) {
   return b;
 }
 
-void LocalSide::prepare(const Inputs& inputs, int groups) {
+void LocalSide::prepare(const Inputs& inputs, int groups, const FixedSet& fixed) {
   groups_.clear();
-  for (int g = 0; g < groups; ++g) groups_.push_back(inputs.clone());
+  fixed_ = fixed;
+  for (int g = 0; g < groups; ++g) groups_.push_back(clone_but_fixed(inputs, fixed));
 }
 
 Outputs LocalSide::call() { return fn_(groups_[next_++ % groups_.size()]); }
@@ -265,6 +266,8 @@ void LocalSide::refill(int g, const Inputs& contents) {
     }
     same = a->defined() == b->defined() &&
            (!a->defined() || (a->sizes() == b->sizes() && a->dtype() == b->dtype() && a->is_contiguous()));
+    if (is_fixed(fixed_, i))
+      PKB_CHECK(a->is_same(*b), "new contents for group ", g, " replace fixed input ", i, " (NOTE [fixed inputs])");
   }
   if (!same) {
     dst = contents.clone();
@@ -274,7 +277,7 @@ void LocalSide::refill(int g, const Inputs& contents) {
   for (size_t i = 0; i < dst.size(); ++i) {
     const auto& a = dst.args()[i];
     if (auto t = std::get_if<at::Tensor>(&a.value)) {
-      if (t->defined()) t->copy_(std::get<at::Tensor>(contents.args()[i].value));
+      if (t->defined() && !is_fixed(fixed_, i)) t->copy_(std::get<at::Tensor>(contents.args()[i].value));
       fresh.add(a.name, *t);
     } else {
       fresh.add(a.name, contents.args()[i].value);  // scalars may vary too
@@ -366,7 +369,7 @@ SegmentReport LocalSide::segment(const SegmentSpec& spec) {
 }
 
 TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide& cand, TimedSide& ref,
-                              const TimingOptions& opts) {
+                              const TimingOptions& opts, const FixedSet& fixed) {
   PKB_CHECK(opts.iters >= 1 && opts.rounds >= 1 && opts.warmup >= 0, "bad timing options");
   TimingOptions o = opts;
   o.cpu = peers.device().is_cpu();
@@ -374,8 +377,11 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
   TimingResult res;
   res.input_bytes = tensor_bytes(inputs);
   res.groups = input_groups_for(res.input_bytes, opts.cache_bytes);
-  cand.prepare(inputs, res.groups);
-  ref.prepare(inputs, res.groups);
+  // One group per side (one input set exceeds 3x the cache): the fixed
+  // tensors need no copy of their own; otherwise every group is a deep copy.
+  const FixedSet shared = res.groups == 1 ? fixed : FixedSet{};
+  cand.prepare(inputs, res.groups, shared);
+  ref.prepare(inputs, res.groups, shared);
   // Whichever side is not running is paused: a contestant is stopped while
   // the reference runs (NOTE [timing protocol], step 5).
   auto run = [&](TimedSide& side, const std::function<void()>& f) {

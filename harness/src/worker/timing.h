@@ -75,6 +75,7 @@
 
 #include "common/results.h"
 #include "pkb/inputs.h"
+#include "worker/fixed_inputs.h"
 #include "worker/peers.h"
 
 namespace pkb {
@@ -181,12 +182,15 @@ struct SegmentReport {
 class TimedSide {
  public:
   virtual ~TimedSide() = default;
-  // `groups` copies of `inputs` to rotate through (step 1).
-  virtual void prepare(const Inputs& inputs, int groups) = 0;
+  // `groups` copies of `inputs` to rotate through (step 1); the tensors at
+  // `fixed` (NOTE [fixed inputs]) are not copied per group: every group reads
+  // the side's one copy (on this side, `inputs`' own).
+  virtual void prepare(const Inputs& inputs, int groups, const FixedSet& fixed) = 0;
   // `calls` untimed calls; the first on group `start` (-1: the rotation goes on).
   virtual void warm(int calls, int start = -1) = 0;
   virtual SegmentReport segment(const SegmentSpec& spec) = 0;
-  // New contents for input group `g`, in its storage (NOTE [fresh inputs]).
+  // New contents for input group `g`, in its storage (NOTE [fresh inputs]);
+  // its fixed tensors must be those prepare() had (they are not copied).
   // Called between requests, never inside a timed window.
   virtual void refill(int g, const Inputs& contents) = 0;
   // The outputs the last keep-segment's calls at `positions` returned.
@@ -205,7 +209,7 @@ class TimedSide {
 class LocalSide final : public TimedSide {
  public:
   LocalSide(RankPeers& peers, TimedFn fn) : peers_(peers), fn_(std::move(fn)) {}
-  void prepare(const Inputs& inputs, int groups) override;
+  void prepare(const Inputs& inputs, int groups, const FixedSet& fixed) override;
   // Groups placed by someone else (the contestant's, in shared regions).
   void set_groups(std::vector<Inputs> groups) { groups_ = std::move(groups); }
   void warm(int calls, int start = -1) override;
@@ -225,6 +229,7 @@ class LocalSide final : public TimedSide {
   RankPeers& peers_;
   TimedFn fn_;
   std::vector<Inputs> groups_;
+  FixedSet fixed_;
   size_t next_ = 0;
   Outputs last_;
   std::vector<Outputs> kept_;  // per call of the last keep-segment: copies in storage reused across segments
@@ -248,8 +253,10 @@ bool prime(RankPeers& peers, TimedSide& side, SegmentSpec spec, const TimingOpti
 int input_groups_for(double input_bytes, double cache_bytes);
 double input_tensor_bytes(const Inputs& in);
 double output_tensor_bytes(const Outputs& out);
+// `fixed` (NOTE [fixed inputs]) is shared among the groups only where one
+// input set exceeds 3x the cache (one group per side then, as published).
 TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide& cand, TimedSide& ref,
-                              const TimingOptions& opts);
+                              const TimingOptions& opts, const FixedSet& fixed = {});
 Json to_json(const TimingStats& s);
 // The host's last-level cache size (CPU) or the device's L2 (GPU).
 double cache_bytes_for(const at::Device& device);

@@ -71,7 +71,9 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   o.shared_gpu = peers.shared_gpu();
   o.kept_copy_us = 2 * opts.out_bytes / (o.cpu ? kKeptCopyBytesPerUsCpu : kKeptCopyBytesPerUs);
   FreshResult res;
-  const double in_bytes = input_tensor_bytes(inputs);
+  // A fixed input is not copied per group (NOTE [fixed inputs]): the budget
+  // and the cache's rotation count the rest.
+  const double in_bytes = varied_tensor_bytes(inputs, opts.fixed);
   res.layout = fresh_layout(opts.call_us, in_bytes, opts.out_bytes, o.cache_bytes, opts.memory_budget_bytes);
   // Every rank makes the same calls: the smallest layout of any rank (each
   // sizes its own from its clock, inputs and free memory).
@@ -90,8 +92,8 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   const int S = res.layout.segment_calls, P = res.layout.groups;
   res.timing.groups = P;
   res.timing.input_bytes = in_bytes;
-  cand.prepare(inputs, P);
-  ref.prepare(inputs, P);
+  cand.prepare(inputs, P, opts.fixed);
+  ref.prepare(inputs, P, opts.fixed);
 
   SideState c{&cand, "c"}, r{&ref, "r"};
   // Whichever side is not running is paused: a contestant is stopped while

@@ -61,6 +61,9 @@ struct FreshTimingOptions {
   double call_us = 1000;     // the reference's call time (sizes the segments; step 4)
   double out_bytes = 0;      // one call's outputs (the trials'), for the memory budget and the allowance
   double memory_budget_bytes = 512.0 * (1 << 20);  // both sides' groups and kept outputs
+  // NOTE [fixed inputs]: one copy per side, read by every group; the layout
+  // (step 4) counts the other inputs only, and the draws keep these.
+  FixedSet fixed;
   TimingOptions base;        // cache, gates, wall ratio (NOTE [timing protocol])
   // Seeds the choice of the checked calls: the same on every rank (a check
   // whose reference runs anew is a collective call), and never sent to a

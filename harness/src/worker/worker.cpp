@@ -27,6 +27,7 @@
 #include "common/plugin_loader.h"
 #include "common/results.h"
 #include "common/topology_io.h"
+#include "pkb/fixed_inputs.h"
 #include "pkb/published_on.h"
 #include "worker/calibrate.h"
 #include "worker/audit_candidates.h"
@@ -34,6 +35,7 @@
 #include "worker/contestant_client.h"
 #include "worker/distributed.h"
 #include "worker/integrity.h"
+#include "worker/fixed_inputs.h"
 #include "worker/memory_probe.h"
 #include "worker/nccl_guard.h"
 #include "worker/output_digest.h"
@@ -129,6 +131,7 @@ class RankRun {
     memory_->set_publisher([this](const std::string& v) { dist_->store().set("pkb/memory/" + std::to_string(rank_), v); });
     problem_ = load_problem_plugin(job_.j.at("problem_lib").get<std::string>()).problem;
     tol_ = problem_->spec().tolerance;
+    fixed_ = fixed_inputs_of(*problem_);
     std::string why = problem_->check_world(world_);
     PKB_CHECK(why.empty(), "problem ", problem_->spec().id, " cannot run at world size ", world_, ": ", why);
   }
@@ -215,7 +218,7 @@ class RankRun {
         throw CandidateFailure{f.outcome, f.reason};
       }
     }
-    *seen = in.clone();
+    *seen = clone_but_fixed(in, fixed_);  // NOTE [fixed inputs]: checked by checksum, as the reference's
     Outputs out = run_local_candidate(*seen);
     dist_->device_sync();
     return out;
@@ -239,6 +242,33 @@ class RankRun {
     InputRequest req = request(ts);
     at::manual_seed(req.seed);
     return ts.integrity ? problem_->make_integrity_inputs(req) : problem_->make_inputs(req);
+  }
+
+  // New contents for a timed call or the refresh: the integrity draw, or
+  // where the problem keeps inputs (NOTE [fixed inputs]) its variation of
+  // `base`, whose fixed tensors it must return as they are.
+  Inputs draw_contents(const TrialSpec& ts, const Inputs& base) const {
+    auto k = dynamic_cast<const FixedInputs*>(problem_.get());
+    if (!k || fixed_.empty()) return draw_inputs(ts);
+    InputRequest req = request(ts);
+    at::manual_seed(req.seed);
+    Inputs v = k->vary_inputs(req, base);
+    for (size_t i : fixed_)
+      PKB_CHECK(i < v.size() && v.is_tensor(i) && v.tensor(i).is_same(base.tensor(i)), "problem ",
+                problem_->spec().id, "'s vary_inputs replaced fixed input ", i, " (NOTE [fixed inputs])");
+    return v;
+  }
+
+  // NOTE [fixed inputs]: the referee's fixed tensors, checksummed where they
+  // were drawn and again after the harness's own code (the reference, a
+  // local candidate) read them; a change is the harness's error.
+  std::vector<int64_t> fixed_sums(const Inputs& in) const {
+    return fixed_.empty() ? std::vector<int64_t>{} : fixed_checksums(in, fixed_);
+  }
+  void check_fixed_sums(const Inputs& in, const std::vector<int64_t>& before) const {
+    if (fixed_.empty()) return;
+    std::string why = fixed_written(in, fixed_, before, fixed_checksums(in, fixed_));
+    PKB_CHECK(why.empty(), why);
   }
 
   // The slowest verdict of all ranks for `key`; ends the evaluation (and
@@ -320,7 +350,12 @@ class RankRun {
       const int t = ts.index;
       const std::string label = "trial " + std::to_string(t) + " (" + ts.kind() + ")";
       phase(label);
+      // Freed before the next draw: at most one set at a time (68's table;
+      // a local candidate's copy holds the fixed tensors too).
+      last_inputs = Inputs();
+      last_cand_inputs = Inputs();
       Inputs inputs = draw_inputs(ts);
+      const std::vector<int64_t> drawn_sums = fixed_sums(inputs);
       if (t == 0) cost(inputs);
 
       phase(label + ": candidate");
@@ -340,9 +375,10 @@ class RankRun {
         phase(label + ": reference");
         memory_->enter("reference");
         auto r0 = std::chrono::steady_clock::now();
-        ref_in = inputs.clone();
+        ref_in = clone_but_fixed(inputs, fixed_);  // NOTE [fixed inputs]
         want = problem_->reference(*ctx_, dist_->collectives(), ref_in);
         dist_->device_sync();
+        check_fixed_sums(inputs, drawn_sums);
         memory_->enter("harness");
         dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
         if (job_.mode() == "audit") remember_reference(t, want, ref_in, dt);
@@ -374,7 +410,7 @@ class RankRun {
       if (result_.contains("outcome")) return;
       if (timed.size()) last_cand_inputs = timed;
     }
-    if (hardened) refresh_check(last_cand_inputs, published + integrity);
+    if (hardened) refresh_check(last_cand_inputs, last_inputs, published + integrity);
     if (!result_.contains("outcome")) finish(Outcome::kCorrect, "");
   }
 
@@ -404,8 +440,10 @@ class RankRun {
   }
 
   // NOTE [integrity trials]: new values in the storage the candidate last
-  // saw, then its next answer against the reference's.
-  void refresh_check(Inputs& target, int index) {
+  // saw, then its next answer against the reference's on the same values
+  // (`fresh`, what was copied there). `base`: the last trial's inputs (the
+  // fixed ones of NOTE [fixed inputs] stay).
+  void refresh_check(Inputs& target, const Inputs& base, int index) {
     const std::string label = "trial " + std::to_string(index) + " (refresh in place)";
     phase(label);
     // The last trial's index, so that arguments derived from the trial index
@@ -413,7 +451,8 @@ class RankRun {
     // refreshed and the refresh is not skipped; an integrity seed no trial
     // uses, so every value is new.
     TrialSpec ts{index - 1, true, 1000};
-    Inputs fresh = draw_inputs(ts);
+    Inputs fresh = draw_contents(ts, base);
+    const std::vector<int64_t> fresh_sums = fixed_sums(fresh);
     std::string why;
     bool ok = refresh_in_place(target, fresh, &why);
     auto all = dist_->exchange(key_prefix_ + "refresh/ok", ok ? "ok" : why);
@@ -422,14 +461,14 @@ class RankRun {
         result_["refresh"] = {{"skipped", "rank " + std::to_string(r) + ": " + all[r]}};
         return;
       }
-    Inputs snapshot = target.clone();
     phase(label + ": candidate");
     memory_->enter("candidate");
     Outputs got = refresh_call(target);
     phase(label + ": reference");
     memory_->enter("reference");
-    Outputs want = problem_->reference(*ctx_, dist_->collectives(), snapshot);
+    Outputs want = problem_->reference(*ctx_, dist_->collectives(), fresh);
     dist_->device_sync();
+    check_fixed_sums(fresh, fresh_sums);
     memory_->enter("harness");
     CompareResult cmp = compare_outputs(want, got, tol_, checked_outputs(want.size()));
     Json tj = to_json(cmp);
@@ -466,9 +505,25 @@ class RankRun {
   }
 
   // Returns the candidate's last timed input group (for refresh_check).
+  // NOTE [fixed inputs]: the referee's fixed tensors are read by every
+  // reference call of the timing (and the probe's); checksummed around it.
   Inputs perf(const Inputs& inputs) {
-    if (job_.j.value("timing", "fresh") == "fresh") return perf_fresh(inputs);
-    return perf_published(inputs);
+    const std::vector<int64_t> sums = fixed_sums(inputs);
+    Inputs last = job_.j.value("timing", "fresh") == "fresh" ? perf_fresh(inputs) : perf_published(inputs);
+    check_fixed_sums(inputs, sums);
+    return last;
+  }
+
+  // NOTE [fixed inputs]: the contestant's one copy of the fixed inputs, after
+  // the timing, bit for bit against the referee's (a candidate that wrote it
+  // is output_mismatch); correct where there is none.
+  CompareResult fixed_copy_verdict(const ContestantSide* remote, const Inputs& inputs) const {
+    CompareResult v;
+    v.outcome = Outcome::kCorrect;
+    if (!remote || !remote->fixed_views()) return v;
+    v.reason = changed_fixed(inputs, *remote->fixed_views(), fixed_, "while timed");
+    if (!v.reason.empty()) v.outcome = Outcome::kOutputMismatch;
+    return v;
   }
 
   std::unique_ptr<TimedSide> candidate_side(ContestantSide** remote) {
@@ -501,7 +556,7 @@ class RankRun {
   static constexpr double kProbeMaxBytes = 256.0 * (1 << 20);
   double reference_call_us(const Inputs& inputs) {
     const double trial_us = t_ref_s_ > 0 ? t_ref_s_ * 1e6 : 1000;
-    const double in_bytes = input_tensor_bytes(inputs);
+    const double in_bytes = varied_tensor_bytes(inputs, fixed_);
     double slowest = 0, largest = 0;
     for (const auto& v : dist_->exchange("timing/trial_call", std::to_string(trial_us) + " " + std::to_string(in_bytes))) {
       double us = 0, bytes = 0;
@@ -510,7 +565,7 @@ class RankRun {
       largest = std::max(largest, bytes);
     }
     if (slowest >= kProbeBelowUs || largest > kProbeMaxBytes) return trial_us;
-    Inputs probe = inputs.clone();
+    Inputs probe = clone_but_fixed(inputs, fixed_);
     dist_->device_sync();
     const auto t0 = std::chrono::steady_clock::now();
     for (int k = 0; k < kProbeCalls; ++k) problem_->reference(*ctx_, dist_->collectives(), probe);
@@ -529,6 +584,7 @@ class RankRun {
     fo.out_bytes = last_out_bytes_;
     fo.base.cache_bytes = cache_bytes_for(dist_->device());
     fo.memory_budget_bytes = timing_memory_budget();
+    fo.fixed = fixed_;
     // Each round's calls get their own deadline (NOTE [phase deadlines]),
     // with the two gates they may wait for.
     fo.phase = [&](int calls) {
@@ -546,7 +602,7 @@ class RankRun {
       // The last trial's index, as the refresh in place keeps it (NOTE
       // [integrity trials]); an integrity index no trial and no refresh uses.
       TrialSpec ts{last.index, true, static_cast<int>(kTimingDrawBase + (nonce + k) % kTimingDrawSpan)};
-      return draw_inputs(ts);
+      return draw_contents(ts, inputs);
     };
     CheckFn check = [&](const Outputs& want, const Outputs& got) {
       return compare_outputs(want, got, tol_, checked_outputs(want.size()));
@@ -591,6 +647,7 @@ class RankRun {
     }
     result_["recheck"] = {{"outcome", outcome_name(verdict.outcome)}, {"reason", verdict.reason},
                           {"checked_calls", fr.checked}};
+    if (verdict.outcome == Outcome::kCorrect) verdict = fixed_copy_verdict(remote, inputs);
     if (verdict.outcome == Outcome::kCorrect) verdict = timing_anomaly_verdict(tr.cand);
     judge("perf/verdict", "timing", verdict, {{"kind", "timing"}});
     return tr.last_cand_inputs;
@@ -660,7 +717,7 @@ class RankRun {
     TimingResult tr;
     memory_->enter("timing");
     try {
-      tr = time_alternating(*dist_, inputs, *cand, ref, o);
+      tr = time_alternating(*dist_, inputs, *cand, ref, o, fixed_);
     } catch (const ContestantFailure& f) {
       throw CandidateFailure{f.outcome, "while timed: " + f.reason};
     }
@@ -681,7 +738,8 @@ class RankRun {
     result_["recheck"] = to_json(re);
     CompareResult verdict = re;
     if (re.outcome != Outcome::kCorrect) verdict.reason = "after timing: " + re.reason;
-    else verdict = timing_anomaly_verdict(tr.cand);
+    if (verdict.outcome == Outcome::kCorrect) verdict = fixed_copy_verdict(remote, inputs);
+    if (verdict.outcome == Outcome::kCorrect) verdict = timing_anomaly_verdict(tr.cand);
     // Every rank takes the same branch: one rank's anomaly ends the
     // evaluation on all (NOTE [verdicts through the store]).
     judge("perf/verdict", "timing", verdict, {{"kind", "timing"}});
@@ -769,6 +827,7 @@ class RankRun {
   double t_ref_s_ = -1;  // the reference's first call, seconds (trial 0)
   std::map<int, AuditMemo> audit_memo_;  // NOTE [audit reference memo]
   double audit_memo_bytes_ = 0;
+  FixedSet fixed_;  // NOTE [fixed inputs]
   TrialSpec last_trial_{0, false, 0};  // the last trial that ran, and its outputs' bytes
   double last_out_bytes_ = 0;
   int phase_seq_ = 0;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include "pkb/fixed_inputs.h"
 #include "worker/fixed_inputs.h"
 #include "worker/integrity.h"
 #include "worker/timing.h"
@@ -78,6 +79,19 @@ TEST(FixedInputs, ReasonsNameTheInput) {
   why = changed_fixed(in, copy, {0}, "while timed");
   EXPECT_NE(why.find("'table'"), std::string::npos) << why;
   EXPECT_NE(why.find("while timed"), std::string::npos) << why;
+}
+
+TEST(FixedInputs, WorldDrawKeyIsTheSameOnEveryRank) {
+  auto key = [](int rank, int trial) {
+    InputRequest req;
+    req.rank = rank;
+    req.seed = integrity_seed_for(68, rank, trial);
+    return world_draw_key(req);
+  };
+  for (int trial : {0, 1, 1000, 1 << 29}) {
+    for (int rank = 1; rank < 8; ++rank) EXPECT_EQ(key(rank, trial), key(0, trial)) << rank << " " << trial;
+    EXPECT_NE(key(0, trial), key(0, trial + 1));
+  }
 }
 
 class OneRank final : public RankPeers {

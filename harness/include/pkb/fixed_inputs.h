@@ -25,11 +25,23 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "pkb/problem.h"
 
 namespace pkb {
+
+// A key of a vary_inputs draw that is the same on every rank (the draw's
+// integrity seed with its rank taken out: integrity_seed_for), mixed: for a
+// variation every rank must make alike (68's offset into the shards).
+inline uint64_t world_draw_key(const InputRequest& req) {
+  uint64_t z = (req.seed ^ 0x5eedf00dull) - static_cast<uint64_t>(req.rank);
+  z += 0x9e3779b97f4a7c15ull;  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 class FixedInputs {
  public:

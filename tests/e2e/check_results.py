@@ -104,9 +104,10 @@ def main():
             except FileNotFoundError:
                 pass
     if a.fingerprints:
-        fp_failures, equal = fingerprints.check(fingerprints.load(a.fingerprints), records)
+        table = fingerprints.table_for(a.fingerprints)  # this machine's CPU class's, where recorded
+        fp_failures, equal = fingerprints.check(fingerprints.load(table), records)
         failures += fp_failures
-        print(f"{equal} reference digests and costs equal to {os.path.basename(a.fingerprints)}")
+        print(f"{equal} reference digests and costs equal to {os.path.basename(table)}")
     for f in failures:
         print("FAIL:", f)
     summary = ", ".join(f"{s}:{[r['outcome'] for r in rs]}" for s, rs in sorted(by_sample.items()))

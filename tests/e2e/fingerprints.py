@@ -24,6 +24,16 @@ intra-op thread per rank (the driver's OMP_NUM_THREADS = cores / W on a
 2-core machine) and this torch build's CPU kernels; a machine that splits a
 reduction over more threads, or another torch, may round differently and is
 not what the table describes (`conditions`: the run's are compared first).
+
+The CPU's kernels differ too: torch and oneDNN pick bf16 GEMM and
+convolution kernels by instruction set, and an AVX2-only machine rounds
+problems 11-16, 31, 39, 42, 68, ... differently from the machine the first
+tables came from. So a table belongs to a CPU class (cpu_class(): the
+machine's best of amx_bf16, avx512_bf16, avx512, avx2), named in its
+conditions and its file name, cpu_wW.CLASS.json; the check uses this
+machine's class's table, or where there is none cpu_wW.json, the tables
+recorded before the class was a condition (on another class than avx2:
+an AVX2 machine failed 34 of their digests, 2026-12-02).
 """
 import json
 import os
@@ -43,9 +53,33 @@ def trial_digests(record):
 
 
 def conditions(record):
-    """What the digests depend on besides the code (see the module comment)."""
+    """What the digests depend on besides the code (see the module comment),
+    but for the CPU class, which only this machine can tell (cpu_class)."""
     return {"device": record.get("device"), "base_shape": record.get("base_shape"),
             "dtype": record.get("dtype"), "torch": record.get("toolchain", {}).get("torch")}
+
+
+def cpu_class(cpuinfo="/proc/cpuinfo"):
+    """This machine's class of CPU kernels (see the module comment)."""
+    try:
+        with open(cpuinfo) as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        flags = []
+    for flag, name in (("amx_bf16", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512f", "avx512"),
+                       ("avx2", "avx2")):
+        if flag in flags:
+            return name
+    return "baseline"
+
+
+def table_for(path, klass=None):
+    """The table the check reads for `path` (cpu_wW.json) on this machine:
+    its class's (cpu_wW.CLASS.json) where there is one, else `path`."""
+    klass = klass or cpu_class()
+    root, ext = os.path.splitext(path)
+    classed = f"{root}.{klass}{ext}"
+    return classed if os.path.exists(classed) else path
 
 
 def load(path):
@@ -71,7 +105,8 @@ def check(table, records):
             failures.append(f"{where}: no fingerprint in the table (scripts/fingerprints adds it)")
             continue
         cond = conditions(r)
-        if cond != table.get("conditions"):
+        want_cond = {k: v for k, v in table.get("conditions", {}).items() if k != "cpu_class"}
+        if cond != want_cond:
             failures.append(f"{where}: run under {cond}, the table under {table.get('conditions')}")
             continue
         got = trial_digests(r)
@@ -111,7 +146,7 @@ def write(path, result_files):
             w = r["world_size"]
             if table.setdefault("world_size", w) != w:
                 sys.exit(f"{rf}: problem {pid} ran at W = {w}, the table is for {table['world_size']}")
-            cond = conditions(r)
+            cond = dict(conditions(r), cpu_class=cpu_class())
             if table.setdefault("conditions", cond) != cond:
                 sys.exit(f"{rf}: problem {pid} ran under {cond}, the table under {table['conditions']}")
             entry = {}
@@ -134,7 +169,8 @@ def costs(path, result_files):
             if line.strip():
                 r = json.loads(line)
                 pid = str(r["problem_id"])
-                if r.get("world_size") != table["world_size"] or conditions(r) != table["conditions"]:
+                want = {k: v for k, v in table["conditions"].items() if k != "cpu_class"}
+                if r.get("world_size") != table["world_size"] or conditions(r) != want:
                     sys.exit(f"{rf}: problem {pid} ran at W = {r.get('world_size')} under {conditions(r)}")
                 if pid in table["problems"] and "cost" in r:
                     table["problems"][pid]["cost"] = r["cost"]
@@ -172,6 +208,22 @@ def self_test():
         "another world size": (record(good, w=4), 1),
     }
     bad = []
+    import tempfile as tf
+    with tf.TemporaryDirectory() as d:
+        base = os.path.join(d, "cpu_w2.json")
+        open(base, "w").write("{}")
+        if table_for(base, "avx2") != base:
+            bad.append("a class without a table of its own does not fall back to the table without a class")
+        open(os.path.join(d, "cpu_w2.avx2.json"), "w").write("{}")
+        if table_for(base, "avx2") != os.path.join(d, "cpu_w2.avx2.json") or table_for(base, "avx512") != base:
+            bad.append("a class's own table is not the one read")
+        info = os.path.join(d, "cpuinfo")
+        open(info, "w").write("processor : 0\nflags : fpu sse2 avx2 fma\n")
+        if cpu_class(info) != "avx2":
+            bad.append(f"cpu_class of an AVX2 machine is {cpu_class(info)}")
+        open(info, "w").write("flags : avx2 avx512f avx512_bf16\n")
+        if cpu_class(info) != "avx512_bf16":
+            bad.append(f"cpu_class of an AVX512-BF16 machine is {cpu_class(info)}")
     for name, (rec, want) in cases.items():
         got = len(check(table, [rec])[0])
         if got != want:
@@ -191,7 +243,7 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[0] == "check":
         records = [json.loads(l) for l in open(argv[2]) if l.strip()]
-        failures, equal = check(load(argv[1]), records)
+        failures, equal = check(load(table_for(argv[1])), records)
         for f in failures:
             print("FAIL:", f)
         print(f"{equal} reference digests and costs equal to {argv[1]}; {len(failures)} failure(s)")

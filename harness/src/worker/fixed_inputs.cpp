@@ -83,11 +83,4 @@ std::string changed_fixed(const Inputs& original, const Inputs& copy, const Fixe
   return "";
 }
 
-double varied_tensor_bytes(const Inputs& in, const FixedSet& fixed) {
-  double b = 0;
-  for (size_t i = 0; i < in.size(); ++i)
-    if (in.is_tensor(i) && !is_fixed(fixed, i) && in.tensor(i).defined()) b += static_cast<double>(in.tensor(i).nbytes());
-  return b;
-}
-
 }  // namespace pkb

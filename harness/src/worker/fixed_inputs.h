@@ -19,7 +19,8 @@ bool is_fixed(const FixedSet& fixed, size_t i);
 // A clone of `in` whose fixed tensors are `in`'s own (not copies).
 Inputs clone_but_fixed(const Inputs& in, const FixedSet& fixed);
 // `in` with its fixed tensors (only_fixed: every other tensor) undefined; the
-// other arguments as they are.
+// other arguments as they are (input_tensor_bytes(without_fixed(...)): the
+// bytes a group copies).
 Inputs without_fixed(const Inputs& in, const FixedSet& fixed);
 Inputs only_fixed(const Inputs& in, const FixedSet& fixed);
 // `in` with argument `i` replaced by `value`.
@@ -34,8 +35,5 @@ std::string fixed_written(const Inputs& in, const FixedSet& fixed, const std::ve
 // "" or why `copy`'s fixed tensors are not bit for bit `original`'s, naming the
 // first that differs; `when` says where ("while timed").
 std::string changed_fixed(const Inputs& original, const Inputs& copy, const FixedSet& fixed, const std::string& when);
-
-// Bytes of `in`'s tensors that are not fixed.
-double varied_tensor_bytes(const Inputs& in, const FixedSet& fixed);
 
 }  // namespace pkb

@@ -14,11 +14,6 @@ std::vector<TrialSpec> plan_trials(int published, int integrity) {
 
 namespace {
 
-// Bytes summed at a time (as kSameBitsChunkBytes are compared: at::equal on
-// a CUDA tensor materialises one bool per element, and a 56.8 GB input
-// would need as much again).
-constexpr int64_t kChunkBytes = kSameBitsChunkBytes;
-
 at::Tensor flat_bytes(const at::Tensor& t) { return t.contiguous().reshape({-1}).view(at::kByte); }
 
 }  // namespace
@@ -48,17 +43,20 @@ std::vector<int64_t> content_checksum(const at::Tensor& t) {
   const int64_t n = w.numel(), rows = n / kCols;
   auto opts = at::TensorOptions().device(t.device()).dtype(at::kLong);
   at::Tensor total = at::zeros({3}, opts);
-  // Sums of int32 reduce in int64 without a widened copy; they wrap on
-  // overflow, which a checksum does not mind.
-  const int64_t chunk_rows = std::max<int64_t>(1, kChunkBytes / (kCols * w.element_size()));
+  // The column sums add up over the chunks and are weighted once at the end
+  // (the same sum: int64 arithmetic wraps, a checksum does not mind). Sums of
+  // int32 reduce in int64 without a widened copy. Chunks as same_bits's.
+  at::Tensor cols = at::zeros({kCols}, opts);
+  const int64_t chunk_rows = std::max<int64_t>(1, kSameBitsChunkBytes / (kCols * w.element_size()));
   for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
     const int64_t nr = std::min(chunk_rows, rows - r0);
     at::Tensor m = w.narrow(0, r0 * kCols, nr * kCols).view({nr, kCols});
-    at::Tensor row = m.sum(1, false, at::kLong), col = m.sum(0, false, at::kLong);
+    at::Tensor row = m.sum(1, false, at::kLong);
+    cols += m.sum(0, false, at::kLong);
     total[0] += row.sum();
     total[1] += (row * (at::arange(r0, r0 + nr, opts).remainder(65521) + 1)).sum();
-    total[2] += (col * (at::arange(0, kCols, opts) + 1)).sum();
   }
+  total[2] = (cols * (at::arange(0, kCols, opts) + 1)).sum();
   if (rows * kCols < n) {
     at::Tensor tail = w.narrow(0, rows * kCols, n - rows * kCols).to(at::kLong);
     total[0] += tail.sum();

@@ -73,7 +73,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   FreshResult res;
   // A fixed input is not copied per group (NOTE [fixed inputs]): the budget
   // and the cache's rotation count the rest.
-  const double in_bytes = varied_tensor_bytes(inputs, opts.fixed);
+  const double in_bytes = input_tensor_bytes(without_fixed(inputs, opts.fixed));
   res.layout = fresh_layout(opts.call_us, in_bytes, opts.out_bytes, o.cache_bytes, opts.memory_budget_bytes);
   // Every rank makes the same calls: the smallest layout of any rank (each
   // sizes its own from its clock, inputs and free memory).

@@ -262,11 +262,7 @@ class RankRun {
   // NOTE [fixed inputs]: the referee's fixed tensors, checksummed where they
   // were drawn and again after the harness's own code (the reference, a
   // local candidate) read them; a change is the harness's error.
-  std::vector<int64_t> fixed_sums(const Inputs& in) const {
-    return fixed_.empty() ? std::vector<int64_t>{} : fixed_checksums(in, fixed_);
-  }
-  void check_fixed_sums(const Inputs& in, const std::vector<int64_t>& before) const {
-    if (fixed_.empty()) return;
+  void check_fixed_checksums(const Inputs& in, const std::vector<int64_t>& before) const {
     std::string why = fixed_written(in, fixed_, before, fixed_checksums(in, fixed_));
     PKB_CHECK(why.empty(), why);
   }
@@ -355,7 +351,7 @@ class RankRun {
       last_inputs = Inputs();
       last_cand_inputs = Inputs();
       Inputs inputs = draw_inputs(ts);
-      const std::vector<int64_t> drawn_sums = fixed_sums(inputs);
+      const std::vector<int64_t> drawn_sums = fixed_checksums(inputs, fixed_);
       if (t == 0) cost(inputs);
 
       phase(label + ": candidate");
@@ -378,7 +374,7 @@ class RankRun {
         ref_in = clone_but_fixed(inputs, fixed_);  // NOTE [fixed inputs]
         want = problem_->reference(*ctx_, dist_->collectives(), ref_in);
         dist_->device_sync();
-        check_fixed_sums(inputs, drawn_sums);
+        check_fixed_checksums(inputs, drawn_sums);
         memory_->enter("harness");
         dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - r0).count();
         if (job_.mode() == "audit") remember_reference(t, want, ref_in, dt);
@@ -452,7 +448,7 @@ class RankRun {
     // uses, so every value is new.
     TrialSpec ts{index - 1, true, 1000};
     Inputs fresh = draw_contents(ts, base);
-    const std::vector<int64_t> fresh_sums = fixed_sums(fresh);
+    const std::vector<int64_t> fresh_sums = fixed_checksums(fresh, fixed_);
     std::string why;
     bool ok = refresh_in_place(target, fresh, &why);
     auto all = dist_->exchange(key_prefix_ + "refresh/ok", ok ? "ok" : why);
@@ -468,7 +464,7 @@ class RankRun {
     memory_->enter("reference");
     Outputs want = problem_->reference(*ctx_, dist_->collectives(), fresh);
     dist_->device_sync();
-    check_fixed_sums(fresh, fresh_sums);
+    check_fixed_checksums(fresh, fresh_sums);
     memory_->enter("harness");
     CompareResult cmp = compare_outputs(want, got, tol_, checked_outputs(want.size()));
     Json tj = to_json(cmp);
@@ -508,9 +504,9 @@ class RankRun {
   // NOTE [fixed inputs]: the referee's fixed tensors are read by every
   // reference call of the timing (and the probe's); checksummed around it.
   Inputs perf(const Inputs& inputs) {
-    const std::vector<int64_t> sums = fixed_sums(inputs);
+    const std::vector<int64_t> sums = fixed_checksums(inputs, fixed_);
     Inputs last = job_.j.value("timing", "fresh") == "fresh" ? perf_fresh(inputs) : perf_published(inputs);
-    check_fixed_sums(inputs, sums);
+    check_fixed_checksums(inputs, sums);
     return last;
   }
 
@@ -556,7 +552,7 @@ class RankRun {
   static constexpr double kProbeMaxBytes = 256.0 * (1 << 20);
   double reference_call_us(const Inputs& inputs) {
     const double trial_us = t_ref_s_ > 0 ? t_ref_s_ * 1e6 : 1000;
-    const double in_bytes = varied_tensor_bytes(inputs, fixed_);
+    const double in_bytes = input_tensor_bytes(without_fixed(inputs, fixed_));
     double slowest = 0, largest = 0;
     for (const auto& v : dist_->exchange("timing/trial_call", std::to_string(trial_us) + " " + std::to_string(in_bytes))) {
       double us = 0, bytes = 0;

@@ -13,7 +13,8 @@ usage: check_results.py RESULTS.jsonl --expect SAMPLE=OUTCOME ... [--count N]
 --reason 3=TEXT            the record of sample 3's reason contains TEXT
 --pids-dead DIR            every process named by a file DIR/<anything>.<pid> is gone
 --no-sample 99             no record of sample 99 (a forged one)
---fingerprints TABLE       every record's reference digests equal TABLE's
+--fingerprints FAMILY      every record's reference digests equal those of
+                           this machine's CPU class's table of FAMILY
                            (NOTE [reference fingerprints], fingerprints.py)
 """
 import argparse
@@ -104,8 +105,8 @@ def main():
             except FileNotFoundError:
                 pass
     if a.fingerprints:
-        table = fingerprints.table_for(a.fingerprints)  # this machine's CPU class's, where recorded
-        fp_failures, equal = fingerprints.check(fingerprints.load(table), records)
+        # this machine's CPU class's table (NOTE [CPU classes])
+        fp_failures, equal, table = fingerprints.check_family(a.fingerprints, records)
         failures += fp_failures
         print(f"{equal} reference digests and costs equal to {os.path.basename(table)}")
     for f in failures:

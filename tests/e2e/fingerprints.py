@@ -2,7 +2,7 @@
 """The reference fingerprint tables (NOTE [reference fingerprints],
 harness/src/worker/output_digest.h).
 
-A table (tests/fixtures/fingerprints/cpu_wW.json) maps problem id -> trial key
+A table (tests/fixtures/fingerprints/cpu_wW.CLASS.json) maps problem id -> trial key
 ("INDEX:KIND", as the worker numbers trials: published trials first, then the
 integrity ones) -> one sha256 per rank of that trial's reference outputs, and
 problem id -> "cost" -> the problem's cost model on trial 0's inputs (the
@@ -14,8 +14,13 @@ fingerprint computes the same bytes and the same roofline.
         the others stay); every record must be correct
     fingerprints.py costs TABLE RESULTS.jsonl...   only the runs' cost models
         into TABLE's problems (for a baseline from a harness without digests)
-    fingerprints.py check TABLE RESULTS.jsonl      what check_results.py
-        --fingerprints does (exit 1 on a difference)
+    fingerprints.py check FAMILY RESULTS.jsonl [--class CLASS]
+        what check_results.py --fingerprints FAMILY does: against this machine's
+        (or CLASS's) table of FAMILY (cpu_wW.json -> cpu_wW.CLASS.json); exit 1
+        on a difference or where the class has no table
+    fingerprints.py class                          this machine's CPU class
+    fingerprints.py env CLASS BUILD_DIR            the environment that
+        makes this machine compute as a CLASS machine (NOTE [CPU classes])
     fingerprints.py --self-test                    the check finds planted
         differences (a digest, a rank, a cost, a missing problem, no shared trial)
 
@@ -25,15 +30,30 @@ intra-op thread per rank (the driver's OMP_NUM_THREADS = cores / W on a
 reduction over more threads, or another torch, may round differently and is
 not what the table describes (`conditions`: the run's are compared first).
 
-The CPU's kernels differ too: torch and oneDNN pick bf16 GEMM and
-convolution kernels by instruction set, and an AVX2-only machine rounds
-problems 11-16, 31, 39, 42, 68, ... differently from the machine the first
-tables came from. So a table belongs to a CPU class (cpu_class(): the
-machine's best of amx_bf16, avx512_bf16, avx512, avx2), named in its
-conditions and its file name, cpu_wW.CLASS.json; the check uses this
-machine's class's table, or where there is none cpu_wW.json, the tables
-recorded before the class was a condition (on another class than avx2:
-an AVX2 machine failed 34 of their digests, 2026-12-02).
+NOTE [CPU classes]: the CPU's kernels differ too. torch and oneDNN pick
+bf16 GEMM and convolution kernels by instruction set, MKL its FFT, reduction
+and GEMM kernels by instruction set and by vendor (on a CPU not Intel's it
+runs others), and machines of the classes seen (cpu_class(): the vendor and
+the best of amx_bf16, avx512_bf16, avx512, avx2) round tens of problems
+apart: at W = 2 an AMX Xeon and a Zen 4 EPYC differ in 27 (2026-12-02). So
+a table belongs to a class, named in its file name (cpu_wW.CLASS.json) and
+its conditions; the check reads this machine's class's table and fails
+where there is none (another class's would fail tens of digests, none of
+them a change of the code).
+
+A machine records its own class's table, and an Intel one also those of the
+classes below it: scripts/fingerprints --class CLASS runs the references
+the way such a machine does (class_env: oneDNN capped at the class's
+instruction set; for avx2 torch's own kernels at AVX2 width with oneDNN off,
+since torch gives an AVX2-only machine's bf16 to its own kernels,
+tests/cpu_class/mkldnn_off.cpp; for AMD, MKL's vendor-neutral kernels,
+MKL_CBWR=COMPATIBLE). class_env sets PKB_CPU_CLASS too, which cpu_class()
+then answers, so that a suite run under it checks the emulated class's
+tables. On an AMX Xeon the amd_avx512_bf16 emulation reproduced a Zen 4's
+tables in every problem but 62 and 86 (MKL's fp32 GEMM on AMD is none of
+its Intel paths), and the amd_avx2 one the digests an AVX2-only EPYC's CI
+printed (problem 11) and the problems of 1-43 it failed there (11-16, 31,
+39, 42); the emulated tables exclude what no emulation reproduces.
 """
 import json
 import os
@@ -59,27 +79,78 @@ def conditions(record):
             "dtype": record.get("dtype"), "torch": record.get("toolchain", {}).get("torch")}
 
 
+ISAS = ("amx_bf16", "avx512_bf16", "avx512", "avx2")  # best first
+VENDORS = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}
+
+
 def cpu_class(cpuinfo="/proc/cpuinfo"):
-    """This machine's class of CPU kernels (see the module comment)."""
+    """The class of CPU kernels this machine runs (see the module comment),
+    or the one it computes as (PKB_CPU_CLASS, set by class_env)."""
+    emulated = os.environ.get("PKB_CPU_CLASS")
+    if emulated:
+        split_class(emulated)
+        return emulated
+    return machine_class(cpuinfo)
+
+
+def machine_class(cpuinfo="/proc/cpuinfo"):
+    """The class of this machine's CPU, VENDOR_ISA, from /proc/cpuinfo."""
+    fields = {}
     try:
         with open(cpuinfo) as f:
-            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+            for line in f:
+                k, _, v = line.partition(":")
+                fields.setdefault(k.strip(), v.strip())
     except OSError:
-        flags = []
-    for flag, name in (("amx_bf16", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512f", "avx512"),
-                       ("avx2", "avx2")):
-        if flag in flags:
-            return name
-    return "baseline"
+        pass
+    flags = fields.get("flags", "").split()
+    vendor = VENDORS.get(fields.get("vendor_id"), "other")
+    isa = next((i for i, flag in zip(ISAS, ("amx_bf16", "avx512_bf16", "avx512f", "avx2")) if flag in flags), "baseline")
+    return f"{vendor}_{isa}"
+
+
+def split_class(klass):
+    """(vendor, isa) of a class name; exits on one that is not."""
+    vendor, _, isa = klass.partition("_")
+    if vendor not in VENDORS.values() or isa not in ISAS:
+        sys.exit(f"{klass}: not a CPU class (VENDOR_ISA: VENDOR intel or amd, ISA one of {', '.join(ISAS)})")
+    return vendor, isa
 
 
 def table_for(path, klass=None):
-    """The table the check reads for `path` (cpu_wW.json) on this machine:
-    its class's (cpu_wW.CLASS.json) where there is one, else `path`."""
-    klass = klass or cpu_class()
+    """The table the check reads for the family `path` (cpu_wW.json) on this
+    machine (or on a `klass` machine): cpu_wW.CLASS.json."""
     root, ext = os.path.splitext(path)
-    classed = f"{root}.{klass}{ext}"
-    return classed if os.path.exists(classed) else path
+    return f"{root}.{klass or cpu_class()}{ext}"
+
+
+def class_of(table_path):
+    """The class a table file belongs to (its name's CLASS)."""
+    klass = os.path.splitext(os.path.splitext(os.path.basename(table_path))[0])[1].lstrip(".")
+    split_class(klass)
+    return klass
+
+
+def class_env(klass, build_dir):
+    """What makes this machine compute as a `klass` machine does (NOTE [CPU
+    classes]): its own class, or on an Intel machine a class at or below its
+    instruction set."""
+    here = machine_class()
+    if klass == here:
+        return {}
+    vendor, isa = split_class(klass)
+    here_vendor, here_isa = here.split("_", 1)
+    if here_vendor != "intel" or here_isa not in ISAS or ISAS.index(isa) < ISAS.index(here_isa):
+        sys.exit(f"this machine is of class {here}: it cannot compute as a {klass} machine "
+                 "(an Intel machine computes as the classes at or below its instruction set)")
+    env = {"PKB_CPU_CLASS": klass}
+    if vendor == "amd":
+        env["MKL_CBWR"] = "COMPATIBLE"
+    if isa == "avx2":
+        env.update({"ATEN_CPU_CAPABILITY": "avx2", "LD_PRELOAD": os.path.join(build_dir, "tests", "libpkb_mkldnn_off.so")})
+    elif isa != here_isa:
+        env["ONEDNN_MAX_CPU_ISA"] = {"avx512_bf16": "AVX512_CORE_BF16", "avx512": "AVX512_CORE"}[isa]
+    return env
 
 
 def load(path):
@@ -133,6 +204,16 @@ def check(table, records):
     return failures, equal
 
 
+def check_family(path, records, klass=None):
+    """check() against this machine's (or a `klass` machine's) table of the
+    family `path`: (failures, equal, the table's path)."""
+    table = table_for(path, klass)
+    if not os.path.exists(table):
+        return [f"no fingerprint table for CPU class {klass or cpu_class()} ({table}; NOTE [CPU classes]: "
+                f"scripts/fingerprints W --class CLASS records it on a machine of that class or above)"], 0, table
+    return (*check(load(table), records), table)
+
+
 def write(path, result_files):
     table = load(path) if os.path.exists(path) else {"problems": {}, "excluded": {}}
     for rf in result_files:
@@ -146,7 +227,7 @@ def write(path, result_files):
             w = r["world_size"]
             if table.setdefault("world_size", w) != w:
                 sys.exit(f"{rf}: problem {pid} ran at W = {w}, the table is for {table['world_size']}")
-            cond = dict(conditions(r), cpu_class=cpu_class())
+            cond = dict(conditions(r), cpu_class=class_of(path))
             if table.setdefault("conditions", cond) != cond:
                 sys.exit(f"{rf}: problem {pid} ran under {cond}, the table under {table['conditions']}")
             entry = {}
@@ -159,6 +240,7 @@ def write(path, result_files):
             if "cost" in r:
                 entry["cost"] = r["cost"]
             table["problems"][pid] = entry
+    table["recorded_on"] = machine_class()  # the class itself, or the one that computed as it
     save(path, table)
 
 
@@ -183,6 +265,7 @@ def save(path, table):
     with os.fdopen(fd, "w") as f:
         json.dump(table, f, indent=1)
         f.write("\n")
+    os.chmod(tmp, 0o644)  # mkstemp makes it 0600
     os.replace(tmp, path)  # atomically: a table is never half written
     print(f"{path}: {len(table['problems'])} problems")
 
@@ -211,19 +294,23 @@ def self_test():
     import tempfile as tf
     with tf.TemporaryDirectory() as d:
         base = os.path.join(d, "cpu_w2.json")
-        open(base, "w").write("{}")
-        if table_for(base, "avx2") != base:
-            bad.append("a class without a table of its own does not fall back to the table without a class")
-        open(os.path.join(d, "cpu_w2.avx2.json"), "w").write("{}")
-        if table_for(base, "avx2") != os.path.join(d, "cpu_w2.avx2.json") or table_for(base, "avx512") != base:
-            bad.append("a class's own table is not the one read")
+        if table_for(base, "amd_avx2") != os.path.join(d, "cpu_w2.amd_avx2.json"):
+            bad.append(f"the amd_avx2 table of {base} is {table_for(base, 'amd_avx2')}")
+        if not check_family(base, [record(good)], "amd_avx2")[0]:
+            bad.append("a class without a table passes the check")
+        with open(os.path.join(d, "cpu_w2.amd_avx2.json"), "w") as f:
+            json.dump(table, f)
+        if check_family(base, [record(good)], "amd_avx2")[0] or not check_family(base, [record(good)], "intel_avx2")[0]:
+            bad.append("the check does not read the class's own table, and only it")
+        if class_of(table_for(base, "amd_avx512_bf16")) != "amd_avx512_bf16":
+            bad.append("class_of does not read the class from a table's name")
         info = os.path.join(d, "cpuinfo")
-        open(info, "w").write("processor : 0\nflags : fpu sse2 avx2 fma\n")
-        if cpu_class(info) != "avx2":
-            bad.append(f"cpu_class of an AVX2 machine is {cpu_class(info)}")
-        open(info, "w").write("flags : avx2 avx512f avx512_bf16\n")
-        if cpu_class(info) != "avx512_bf16":
-            bad.append(f"cpu_class of an AVX512-BF16 machine is {cpu_class(info)}")
+        open(info, "w").write("processor : 0\nvendor_id : AuthenticAMD\nflags : fpu sse2 avx2 fma\n")
+        if machine_class(info) != "amd_avx2":
+            bad.append(f"cpu_class of an AVX2 machine is {machine_class(info)}")
+        open(info, "w").write("vendor_id : GenuineIntel\nflags : avx2 avx512f avx512_bf16\n")
+        if machine_class(info) != "intel_avx512_bf16":
+            bad.append(f"cpu_class of an AVX512-BF16 machine is {machine_class(info)}")
     for name, (rec, want) in cases.items():
         got = len(check(table, [rec])[0])
         if got != want:
@@ -238,15 +325,21 @@ def self_test():
 def main(argv):
     if argv == ["--self-test"]:
         return self_test()
+    if argv == ["class"]:
+        print(cpu_class())
+        return 0
+    if len(argv) == 3 and argv[0] == "env":
+        print(" ".join(f"{k}={v}" for k, v in class_env(argv[1], argv[2]).items()))
+        return 0
     if len(argv) >= 3 and argv[0] in ("write", "costs"):
         (write if argv[0] == "write" else costs)(argv[1], argv[2:])
         return 0
-    if len(argv) == 3 and argv[0] == "check":
+    if len(argv) in (3, 5) and argv[0] == "check" and (len(argv) == 3 or argv[3] == "--class"):
         records = [json.loads(l) for l in open(argv[2]) if l.strip()]
-        failures, equal = check(load(table_for(argv[1])), records)
+        failures, equal, table = check_family(argv[1], records, argv[4] if len(argv) == 5 else None)
         for f in failures:
             print("FAIL:", f)
-        print(f"{equal} reference digests and costs equal to {argv[1]}; {len(failures)} failure(s)")
+        print(f"{equal} reference digests and costs equal to {table}; {len(failures)} failure(s)")
         return 1 if failures else 0
     print(__doc__)
     return 2

@@ -8,6 +8,7 @@ RANK=output_mismatch:1     the rank mismatches on exactly one element in all
 w3_t1/2=match              rank 2 of the set recorded at world size 3, trial 1
                            (a bare RANK means w2_t0)
 0=match|output_mismatch:1  either (alternatives separated by |)
+1=output_mismatch:3@1      3 mismatched elements, all of them in output 1
 """
 import argparse
 import json
@@ -32,11 +33,14 @@ def main():
         if r is None:
             failures.append(f"rank {rank}: no record")
             continue
-        got = sum(o.get("mismatches", 0) for o in r.get("compare", {}).get("outputs", []))
+        outputs = r.get("compare", {}).get("outputs", [])
+        got = sum(o.get("mismatches", 0) for o in outputs)
         held = False
         for alt in want.split("|"):
             outcome, _, count = alt.partition(":")
-            held |= r["outcome"] == outcome and (not count or got == int(count))
+            count, _, only = count.partition("@")
+            elsewhere = sum(o.get("mismatches", 0) for o in outputs if only and o.get("index") != int(only))
+            held |= r["outcome"] == outcome and (not count or got == int(count)) and elsewhere == 0
         if not held:
             failures.append(f"rank {rank}: outcome {r['outcome']} with {got} mismatched elements, expected {want}"
                             f" ({r.get('reason', '')})")

@@ -26,7 +26,7 @@ else
   "$pkb" "${args[@]}" --resume >"$dir/resume.txt" 2>&1
   [ $? = 1 ] || { echo "FAIL: --resume did not finish with exit 1"; cat "$dir/resume.txt"; fail=1; }
 fi
-python3 "$here/check_results.py" "$out" --count 14 \
+python3 "$here/check_results.py" "$out" --count 15 \
   --expect 0=output_mismatch --expect 1=output_mismatch --expect 2=output_mismatch \
   --expect 3=output_mismatch --reason "3=input 'tensor'" \
   --expect 4=forbidden_api --reason "4=dispatcher" \
@@ -35,6 +35,7 @@ python3 "$here/check_results.py" "$out" --count 14 \
   --expect 9=timeout --reason "9=deadline" \
   --expect 10=output_mismatch --expect 11=runtime_error --reason "11=out of protocol" \
   --expect 12=timing_anomaly --expect 13=correct \
+  --expect 14=timing_anomaly --reason "14=still busy" \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
 # The attacks of issue 21 from inside (notes in $dir/pids) and the account of
 # sample 13's stopped contestants (NOTE [referee and contestant]).
@@ -55,6 +56,14 @@ check(bool(of("timer")) and all(v == "patched" for v in of("timer")), f"sample 1
 stops = [c["contestant"].get("stopped", {}) for c in recs[13].get("contestants", [])]
 check(bool(stops) and all(s.get("times", 0) > 0 and s.get("cpu_s", 1) <= 0.05 + 0.05 * s.get("wall_s", 0) for s in stops),
       f"sample 13's burner threads were stopped and used no CPU time meanwhile: {stops}")
+# Sample 14's hog ran (python3 with torch started its kernels); its record
+# names the busy device, and the honest samples' settles found it quiet.
+check(bool(of("hog")) and all(v == "up" for v in of("hog")), f"sample 14's hog ran: {of('hog')}")
+sides = lambda s: [p["candidate"] for p in recs[s].get("times", {}).get("per_rank", [])]
+check(any(c.get("device_left_busy") for c in sides(14)), f"sample 14 left the device busy: {sides(14)}")
+settled = lambda s: [(c.get("device_settles"), c.get("device_busy_settles"), c.get("device_max_probe_us")) for c in sides(s)]
+quiet = [s for s in (5, 13) if sides(s) and all(c.get("device_settles", 0) > 0 and not c.get("device_left_busy") for c in sides(s))]
+check(quiet == [5, 13], f"samples 5 and 13 settled on a quiet device: {settled(5)} {settled(13)}")
 sys.exit(1 if bad else 0)
 PY
 [ -n "$(ls "$dir/pids")" ] || { echo "FAIL: sample 5 left no pid file (did it run?)"; fail=1; }

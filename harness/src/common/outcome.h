@@ -26,6 +26,14 @@ Outcome outcome_from_name(const std::string& name);
 // The outcome that wins when both apply.
 inline Outcome first_of(Outcome a, Outcome b) { return static_cast<int>(a) <= static_cast<int>(b) ? a : b; }
 
+// The candidate (not the harness) failed, and the outcome it earns: thrown
+// wherever its code runs or is served (the contestant, the referee's client
+// of it, the worker) and turned into a record at the plugin boundary.
+struct CandidateFailure {
+  Outcome outcome;
+  std::string reason;
+};
+
 // Process exit codes of `pkb` (see --help).
 inline constexpr int kExitAllCorrect = 0;
 inline constexpr int kExitSomeNotCorrect = 1;

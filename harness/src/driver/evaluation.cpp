@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <thread>
@@ -180,6 +181,9 @@ EvalResult run_evaluation(const EvalRequest& req) {
     const RankExit& e = lr.ranks[r];
     std::string log = req.eval_dir + "/rank_" + std::to_string(r) + ".log";
     Json pj = {{"rank", r}, {"pid", e.pid}, {"seconds", e.seconds}, {"phase", watch.phase_of(r)}};
+    Json spent = Json::object();  // NOTE [phase deadlines]: a report, no verdict
+    for (const auto& [kind, s] : watch.seconds_by_kind(r, e.seconds)) spent[kind] = std::round(s * 100) / 100;
+    pj["phase_s"] = spent;
     if (e.exited) pj["exit_code"] = e.exit_code;
     if (e.signal) pj["signal"] = signal_name(e.signal);
     pj["killed_by_harness"] = e.killed_by_harness;

@@ -1,10 +1,23 @@
 // See NOTE [phase deadlines] in phase_watch.h.
 #include "driver/phase_watch.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
 namespace pkb {
+namespace {
+
+std::string kind_of(const std::string& phase) {
+  if (phase.rfind("trial ", 0) == 0) return "trials";
+  return phase.substr(0, phase.find(':'));
+}
+
+double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+}  // namespace
 
 PhaseWatch::PhaseWatch(c10d::Store& store, int world, double setup_budget_s) : store_(store), ranks_(world) {
   auto now = std::chrono::steady_clock::now();
@@ -25,6 +38,7 @@ std::string PhaseWatch::check() {
         std::string raw(v.begin(), v.end());
         if (raw != p.raw) {
           p.raw = raw;
+          p.spent[kind_of(p.name)] += seconds_between(p.since, now);
           size_t a = raw.find('\t'), b = raw.rfind('\t');
           if (a != std::string::npos && b != a) {
             p.name = raw.substr(a + 1, b - a - 1);
@@ -36,7 +50,7 @@ std::string PhaseWatch::check() {
     } catch (const std::exception&) {
       // A store hiccup is no verdict; the overall deadline still holds.
     }
-    double in_phase = std::chrono::duration<double>(now - p.since).count();
+    double in_phase = seconds_between(p.since, now);
     if (p.budget_s > 0 && in_phase > p.budget_s) {
       char buf[160];
       std::snprintf(buf, sizeof(buf), "ran past its %.1f s deadline", p.budget_s);
@@ -45,6 +59,15 @@ std::string PhaseWatch::check() {
     }
   }
   return "";
+}
+
+std::map<std::string, double> PhaseWatch::seconds_by_kind(int r, double rank_seconds) const {
+  const RankPhase& p = ranks_[r];
+  std::map<std::string, double> out = p.spent;
+  double before = 0;
+  for (const auto& kv : p.spent) before += kv.second;
+  out[kind_of(p.name)] += std::max(0.0, rank_seconds - before);
+  return out;
 }
 
 }  // namespace pkb

@@ -17,11 +17,19 @@
 // candidate thus costs about the floor, not --timeout, which stays as the cap
 // on the whole evaluation. The announcements go through the store a candidate
 // can also reach: a candidate can lengthen its own phase, never past --timeout.
+//
+// The watch also sums the seconds each rank spent per kind of phase (every
+// "trial N ..." is `trials`; otherwise the name up to its first ':'), by the
+// driver's clock to the 0.1 s of its polls, for the record's
+// process.ranks[].phase_s: where an evaluation's time went. It is a report,
+// never a verdict or a time (a candidate that reaches the store can rename
+// its phases).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +42,10 @@ class PhaseWatch {
   std::string check();
   // The last phase rank `r` announced ("setup" before any).
   const std::string& phase_of(int r) const { return ranks_[r].name; }
+  // Seconds rank `r` spent per kind of phase; its last phase gets what is
+  // left of `rank_seconds` (how long the rank ran: it may have ended before
+  // the watch's last poll).
+  std::map<std::string, double> seconds_by_kind(int r, double rank_seconds) const;
 
  private:
   struct RankPhase {
@@ -41,6 +53,7 @@ class PhaseWatch {
     std::string name = "setup";
     double budget_s = 0;
     std::chrono::steady_clock::time_point since;
+    std::map<std::string, double> spent;  // by kind, the phases it left
   };
   c10d::Store& store_;
   std::vector<RankPhase> ranks_;

@@ -147,8 +147,12 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
     cand = std::max(cand, t["candidate"].value("mean_us", 0.0));
     ref_med = std::max(ref_med, t["reference"].value("median_us", 0.0));
     cand_med = std::max(cand_med, t["candidate"].value("median_us", 0.0));
-    per_rank.push_back({{"rank", rj.value("rank", -1)}, {"reference", t["reference"]}, {"candidate", t["candidate"]},
-                        {"groups", t.value("groups", 0)}});
+    Json pr = {{"rank", rj.value("rank", -1)}, {"reference", t["reference"]}, {"candidate", t["candidate"]},
+               {"groups", t.value("groups", 0)}};
+    // The fresh loop's report (NOTE [fresh inputs]): where its time went.
+    for (const char* k : {"rounds", "draws", "checked_calls", "segment_calls", "loop_s"})
+      if (t.contains(k)) pr[k] = t[k];
+    per_rank.push_back(pr);
   }
   r["cost"] = {{"nvlink_bytes_per_rank", cost.nvlink_bytes_per_rank},
                {"hbm_bytes_per_rank", cost.hbm_bytes_per_rank},

@@ -51,12 +51,6 @@ namespace pkb {
 
 namespace {
 
-// The candidate failed; the reply says how (the referee decides what it is worth).
-struct CallFailure {
-  Outcome outcome;
-  std::string reason;
-};
-
 class ContestantPeers final : public RankPeers {
  public:
   ContestantPeers(ControlChannel& ch, int rank, int world, at::Device device, bool shared)
@@ -91,7 +85,7 @@ class Contestant {
       Json reply;
       try {
         reply = handle(op, req);
-      } catch (const CallFailure& f) {
+      } catch (const CandidateFailure& f) {
         reply = {{"error", f.reason}, {"outcome", outcome_name(f.outcome)}};
       } catch (const std::exception& e) {
         reply = {{"error", error_text(e)}, {"outcome", outcome_name(Outcome::kRuntimeError)}};
@@ -218,7 +212,7 @@ class Contestant {
     try {
       solve_ = load_solution_plugin(req.at("candidate").get<std::string>()).solve;
     } catch (const LoadError& e) {
-      throw CallFailure{Outcome::kLoadError, e.what()};
+      throw CandidateFailure{Outcome::kLoadError, e.what()};
     }
     return {{"ok", true}};
   }
@@ -235,17 +229,17 @@ class Contestant {
   Outputs run(const Inputs& in) {
     PKB_CHECK(solve_, "no candidate loaded");
     Outputs out;
-    std::optional<CallFailure> threw;
+    std::optional<CandidateFailure> threw;
     try {
       CandidateRoutes::Hidden hidden;  // NOTE [forbidden routes]
       out = solve_(*ctx_, in);
     } catch (const std::exception& e) {
-      threw = CallFailure{Outcome::kRuntimeError, "candidate threw: " + error_text(e)};
+      threw = CandidateFailure{Outcome::kRuntimeError, "candidate threw: " + error_text(e)};
     } catch (...) {
-      threw = CallFailure{Outcome::kRuntimeError, "candidate threw a non-standard exception"};
+      threw = CandidateFailure{Outcome::kRuntimeError, "candidate threw a non-standard exception"};
     }
     if (const char* f = nccl_guard::take_violation())
-      throw CallFailure{Outcome::kForbiddenApi,
+      throw CandidateFailure{Outcome::kForbiddenApi,
                         std::string("the candidate called ") + f +
                             " while it ran (NCCL reached by a route the static checks do not see; NOTE [NCCL "
                             "calls counted])"};
@@ -257,7 +251,7 @@ class Contestant {
     try {
       peers_->device_sync();
     } catch (const std::exception& e) {
-      throw CallFailure{Outcome::kRuntimeError, "device error after candidate: " + error_text(e)};
+      throw CandidateFailure{Outcome::kRuntimeError, "device error after candidate: " + error_text(e)};
     }
   }
 
@@ -302,7 +296,7 @@ class Contestant {
     try {
       reply["outputs"] = place_outputs(out, *out_region_);
     } catch (const std::exception& e) {
-      throw CallFailure{Outcome::kRuntimeError, "the candidate's outputs could not be copied: " + error_text(e)};
+      throw CandidateFailure{Outcome::kRuntimeError, "the candidate's outputs could not be copied: " + error_text(e)};
     }
     return reply;
   }

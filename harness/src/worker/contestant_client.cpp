@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -169,6 +170,16 @@ void ContestantClient::ready(RankPeers& referee) {
   }
   PKB_CHECK(!reply.contains("error"), "the contestant's set-up failed: ", reply.value("error", std::string()));
   info_ = {{"pid", static_cast<int>(pid_)}, {"uid", reply.value("uid", -1)}, {"isolation", reply.value("isolation", Json())}};
+#ifdef PKB_HAVE_CUDA
+  // NOTE [quiet device]: no candidate is loaded yet, and the ranks sharing
+  // a GPU probe it side by side, as they will before every reference segment.
+  if (opts_.device.is_cuda()) {
+    quiet_ = std::make_unique<QuietDevice>();
+    referee.store_barrier("contestant/quiet_baseline");
+    quiet_->calibrate();
+    info_["quiet_device"] = {{"baseline_us", quiet_->baseline_us()}, {"threshold_us", quiet_->threshold_us()}};
+  }
+#endif
 }
 
 ContestantClient::~ContestantClient() {
@@ -188,13 +199,13 @@ ContestantClient::~ContestantClient() {
   std::string how = r == pid_ ? status_text(st) : "closed its channel";
   const int64_t kills = own_cgroup_oom_kills();
   if (r == pid_ && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && kills > oom_kills_at_start_ && oom_kills_at_start_ >= 0)
-    throw ContestantFailure{Outcome::kRuntimeError,
+    throw CandidateFailure{Outcome::kRuntimeError,
                             "out of memory while the candidate ran: the kernel's OOM killer killed the candidate's "
                             "process " + what + " (the evaluation's cgroup counted " +
                                 std::to_string(kills - oom_kills_at_start_) + " kill(s))"};
   if (r == 0) kill(pid_, SIGKILL);
   else pid_ = -1;
-  throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process " + how + " " + what};
+  throw CandidateFailure{Outcome::kRuntimeError, "the candidate's process " + how + " " + what};
 }
 
 Json ContestantClient::request(Json req, const std::vector<int>& fds) {
@@ -219,7 +230,7 @@ Json ContestantClient::request(Json req, const std::vector<int>& fds) {
           out_region_.reset();
           out_region_ = SharedRegion::open(msg["new_region"], fd, opts_.device);
         } catch (const std::exception& e) {
-          throw ContestantFailure{Outcome::kRuntimeError,
+          throw CandidateFailure{Outcome::kRuntimeError,
                                   std::string("the candidate's process sent an unusable output region: ") + e.what()};
         }
       } else {
@@ -233,17 +244,17 @@ Json ContestantClient::request(Json req, const std::vector<int>& fds) {
         if (name == outcome_name(Outcome::kLoadError)) o = Outcome::kLoadError;
         if (name == outcome_name(Outcome::kForbiddenApi)) o = Outcome::kForbiddenApi;
         std::string why = msg["error"].is_string() ? msg["error"].get<std::string>() : "(no reason)";
-        throw ContestantFailure{o, why};
+        throw CandidateFailure{o, why};
       }
       return msg;
     }
   } catch (const ChannelClosed&) {
     died("during '" + op + "'");
   } catch (const ChannelGarbage& e) {
-    throw ContestantFailure{Outcome::kRuntimeError,
+    throw CandidateFailure{Outcome::kRuntimeError,
                             "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
   } catch (const nlohmann::json::exception& e) {
-    throw ContestantFailure{Outcome::kRuntimeError,
+    throw CandidateFailure{Outcome::kRuntimeError,
                             "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
   }
 }
@@ -269,7 +280,7 @@ Placed ContestantClient::place(const Inputs& in, int slot) {
 }
 
 Outputs ContestantClient::take_outputs(const Json& reply) {
-  if (!out_region_) throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process sent no output region"};
+  if (!out_region_) throw CandidateFailure{Outcome::kRuntimeError, "the candidate's process sent no output region"};
   // Stopped while its outputs are copied out: none of its threads can change them meanwhile.
   freeze();
   Outputs out;
@@ -277,7 +288,7 @@ Outputs ContestantClient::take_outputs(const Json& reply) {
     out = outputs_from(reply.at("outputs"), *out_region_);
   } catch (const std::exception& e) {
     thaw();
-    throw ContestantFailure{Outcome::kRuntimeError, e.what()};
+    throw CandidateFailure{Outcome::kRuntimeError, e.what()};
   }
   thaw();
   return out;
@@ -308,7 +319,7 @@ SegmentReport ContestantClient::segment(const SegmentSpec& spec) {
                     {"keep", spec.keep}});
   SegmentReport rep;
   auto bad = [&](const std::string& why) {
-    return ContestantFailure{Outcome::kTimingAnomaly, "the candidate's process reported " + why};
+    return CandidateFailure{Outcome::kTimingAnomaly, "the candidate's process reported " + why};
   };
   try {
     rep.timed_out = r.at("timed_out").get<bool>();
@@ -327,14 +338,14 @@ SegmentReport ContestantClient::segment(const SegmentSpec& spec) {
   if (spec.keep) {
     const Json& k = r.contains("kept") ? r["kept"] : Json();
     if (!k.is_array() || static_cast<int>(k.size()) != spec.iters)
-      throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process did not send the outputs of every call"};
+      throw CandidateFailure{Outcome::kRuntimeError, "the candidate's process did not send the outputs of every call"};
     kept_.assign(k.begin(), k.end());
   }
   return rep;
 }
 
 std::vector<Outputs> ContestantClient::kept(const std::vector<int>& positions) {
-  if (!out_region_) throw ContestantFailure{Outcome::kRuntimeError, "the candidate's process sent no output region"};
+  if (!out_region_) throw CandidateFailure{Outcome::kRuntimeError, "the candidate's process sent no output region"};
   const bool was_frozen = frozen_;
   freeze();
   std::vector<Outputs> out;
@@ -345,7 +356,7 @@ std::vector<Outputs> ContestantClient::kept(const std::vector<int>& positions) {
     }
   } catch (const std::exception& e) {
     if (!was_frozen) thaw();
-    throw ContestantFailure{Outcome::kRuntimeError, e.what()};
+    throw CandidateFailure{Outcome::kRuntimeError, e.what()};
   }
   if (!was_frozen) thaw();
   return out;
@@ -379,6 +390,14 @@ void ContestantClient::thaw() {
   frozen_wall_s_ += std::chrono::duration<double>(Clock::now() - frozen_at_).count();
   for (pid_t p : all) kill(p, SIGCONT);
   frozen_ = false;
+}
+
+QuietWait ContestantClient::wait_quiet(double deadline_us) {
+#ifdef PKB_HAVE_CUDA
+  if (quiet_) return quiet_->wait(deadline_us);
+#endif
+  (void)deadline_us;
+  return QuietWait();
 }
 
 Json ContestantClient::info() const {
@@ -469,6 +488,19 @@ SegmentReport ContestantSide::segment(const SegmentSpec& spec) {
   if (spec.host_sync) ++acc_.host_sync_segments;
   next_ += spec.iters;
   return r;
+}
+
+void ContestantSide::settle() {
+  // Once it was busy at a deadline the verdict is taken: one probe, no wait.
+  const QuietWait w = c_.wait_quiet(acc_.left_busy ? 0 : kQuietDeadlineUs);
+  ++acc_.settles;
+  acc_.max_probe_us = std::max(acc_.max_probe_us, w.max_probe_us);
+  if (w.busy_seen) {
+    ++acc_.busy_settles;
+    acc_.settle_wait_us += w.waited_us;
+    acc_.wall_us += w.waited_us;
+  }
+  if (!w.quiet) acc_.left_busy = true;
 }
 
 Outputs ContestantSide::last_outputs() {

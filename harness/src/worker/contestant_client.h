@@ -2,7 +2,7 @@
 // starts its rank's contestant, sets it up, places inputs in shared regions,
 // asks it to run the candidate, serves its store requests, stops it while the
 // reference runs, and turns whatever goes wrong on its side into the
-// candidate's outcome.
+// candidate's outcome (a CandidateFailure, common/outcome.h).
 #pragma once
 
 #include <sys/types.h>
@@ -17,17 +17,11 @@
 #include "common/results.h"
 #include "worker/control_channel.h"
 #include "worker/peers.h"
+#include "worker/quiet_device.h"
 #include "worker/tensor_transfer.h"
 #include "worker/timing.h"
 
 namespace pkb {
-
-// Something the contestant did (or suffered) that ends the candidate's
-// evaluation with this outcome.
-struct ContestantFailure {
-  Outcome outcome;
-  std::string reason;
-};
 
 // Inputs as placed in one of the referee's regions: what the contestant sees
 // (views of the same memory), and where.
@@ -53,7 +47,9 @@ class ContestantClient {
   // Starts it and sends its set-up, without waiting: it loads torch (and
   // makes its CUDA context) while the referee sets itself up.
   explicit ContestantClient(ContestantOptions o);
-  // Waits for its set-up; from here on its store requests go to `referee`'s store.
+  // Waits for its set-up; from here on its store requests go to `referee`'s
+  // store. On a GPU, every rank then measures the quiet device's probe
+  // (NOTE [quiet device]) before any candidate is loaded.
   void ready(RankPeers& referee);
   ~ContestantClient();
   ContestantClient(const ContestantClient&) = delete;
@@ -77,6 +73,9 @@ class ContestantClient {
   // SIGSTOP / SIGCONT of the contestant and every process it started.
   void freeze();
   void thaw();
+  // NOTE [quiet device]: until nothing it started still runs on the device
+  // (quiet at once on CPU), for at most `deadline_us`.
+  QuietWait wait_quiet(double deadline_us);
 
   pid_t pid() const { return pid_; }
   // Its set-up (pid, uid, isolation) and, once it has been stopped, how long
@@ -102,6 +101,9 @@ class ContestantClient {
   double frozen_wall_s_ = 0, frozen_cpu_s_ = 0, cpu_at_freeze_s_ = 0;
   int freezes_ = 0;
   std::chrono::steady_clock::time_point frozen_at_;
+#ifdef PKB_HAVE_CUDA
+  std::unique_ptr<QuietDevice> quiet_;
+#endif
 };
 
 // The candidate's side of the timing, run by the contestant.
@@ -124,6 +126,9 @@ class ContestantSide final : public TimedSide {
   const Inputs* fixed_views() const { return fixed_copy_ ? &fixed_copy_->views : nullptr; }
   void pause() override { c_.freeze(); }
   void resume() override { c_.thaw(); }
+  // NOTE [quiet device]: what the device still runs of the contestant's
+  // is waited for, in its account.
+  void settle() override;
   const RefereeAccount* account() const override { return &acc_; }
 
  private:

@@ -164,6 +164,13 @@ bool prime(RankPeers& peers, TimedSide& side, SegmentSpec spec, const TimingOpti
   return true;
 }
 
+void settle_for_reference(RankPeers& peers, TimedSide& cand, const std::string& tag) {
+  cand.settle();
+  // Ranks sharing a GPU: a rank that settled first would start its segment
+  // beside another's probes, which would find the device busy with it.
+  if (peers.shared_gpu()) peers.store_barrier(tag + "/settled");
+}
+
 TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAccount* acc) {
   TimingStats st;
   std::vector<double> v = s.samples;
@@ -192,8 +199,16 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
     st.referee_allowance_us = kRefereeCallAllowanceUs + opts.kept_copy_us +
                               (acc->requests * per_request + acc->host_sync_segments * kHeadStartUs) / acc->calls;
     st.referee_anomaly = st.referee_wall_us > opts.wall_ratio * st.mean_us + st.referee_allowance_us;
-    st.anomaly = st.anomaly || st.referee_anomaly;
   }
+  if (acc) {
+    st.device_settles = acc->settles;
+    st.device_busy_settles = acc->busy_settles;
+    st.device_settle_wait_us = acc->settle_wait_us;
+    st.device_max_probe_us = acc->max_probe_us;
+    st.device_left_busy = acc->left_busy;
+    st.referee_anomaly = st.referee_anomaly || acc->left_busy;
+  }
+  st.anomaly = st.anomaly || st.referee_anomaly;
   return st;
 }
 
@@ -427,6 +442,7 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
         // referee from request to reply) holds no wait for a slower rank.
         peers.store_barrier(spec.tag);
         spec.barrier = false;
+        if (side == &ref) settle_for_reference(peers, cand, spec.tag);
         tally->add(side->segment(spec));
       });
   }
@@ -453,7 +469,10 @@ Json to_json(const TimingStats& s) {
               {"referee_calls", s.referee_calls}, {"referee_requests", s.referee_requests},
               {"noise", std::isfinite(s.noise) && s.noise >= 0 ? Json(s.noise) : Json(nullptr)},
               {"noise_met", s.noise_met}, {"segments", s.segments}, {"warmup_calls", s.warmup_calls},
-              {"time_s", s.time_s}};
+              {"time_s", s.time_s},
+              {"device_settles", s.device_settles}, {"device_busy_settles", s.device_busy_settles},
+              {"device_settle_wait_us", s.device_settle_wait_us}, {"device_max_probe_us", s.device_max_probe_us},
+              {"device_left_busy", s.device_left_busy}};
 }
 
 double cache_bytes_for(const at::Device& device) {

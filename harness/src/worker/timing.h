@@ -112,6 +112,12 @@ struct TimingStats {
   bool referee_anomaly = false;
   int64_t referee_calls = 0;
   int referee_requests = 0;
+  // NOTE [quiet device] (a contestant's side only): the settles before the
+  // reference's segments, those that found the device busy, their waits,
+  // and whether it was still busy at a deadline (timing_anomaly).
+  int device_settles = 0, device_busy_settles = 0;
+  double device_settle_wait_us = 0, device_max_probe_us = 0;
+  bool device_left_busy = false;
   bool host_sync = false;  // the call waits for the device: timed behind the head start, not the gate
   int gate_timeouts = 0;   // segments whose gate opened by its timeout (not fully enqueued)
   // The median's 95% confidence interval, half its width over the median
@@ -153,6 +159,11 @@ struct RefereeAccount {
   int64_t calls = 0;   // candidate calls asked for
   int requests = 0;
   int host_sync_segments = 0;
+  // NOTE [quiet device]: the settling before the reference's segments. The
+  // waits on a busy device are in wall_us too.
+  int settles = 0, busy_settles = 0;
+  double settle_wait_us = 0, max_probe_us = 0;
+  bool left_busy = false;  // still busy at a deadline
 };
 inline constexpr double kHeadStartUs = 2000;
 
@@ -202,6 +213,10 @@ class TimedSide {
   // Called around another side's segments (the contestant is stopped then).
   virtual void pause() {}
   virtual void resume() {}
+  // Called just before another side's timed segment, once every rank has
+  // paused this side and met: nothing of this side's may still run then
+  // (NOTE [quiet device], worker/quiet_device.h).
+  virtual void settle() {}
   // A contestant's side: what its referee saw (step 5); null otherwise.
   virtual const RefereeAccount* account() const { return nullptr; }
 };
@@ -245,6 +260,9 @@ struct Tally {
   void add(const SegmentReport& r);
 };
 TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAccount* acc);
+// NOTE [quiet device]: just before the reference's segment `tag`, once the
+// ranks have met; every rank leaves it with the device quiet (or its wait spent).
+void settle_for_reference(RankPeers& peers, TimedSide& cand, const std::string& tag);
 // Step 2's priming segments of `spec.iters` calls (`before_attempt` runs
 // before each); true when the side is `host_sync`.
 bool prime(RankPeers& peers, TimedSide& side, SegmentSpec spec, const TimingOptions& opts,

@@ -95,6 +95,13 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   cand.prepare(inputs, P, opts.fixed);
   ref.prepare(inputs, P, opts.fixed);
 
+  const auto loop_t0 = Clock::now();
+  // Adds the time `f` takes to res.loop_s[part].
+  auto account = [&](const char* part, const std::function<void()>& f) {
+    auto t0 = Clock::now();
+    f();
+    res.loop_s[part] += us_since(t0) / 1e6;
+  };
   SideState c{&cand, "c"}, r{&ref, "r"};
   // Whichever side is not running is paused: a contestant is stopped while
   // the reference runs, and while its groups are written.
@@ -122,6 +129,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     peers.device_sync();
     const double dt = us_since(t0);
     draw_us += dt;
+    res.loop_s["draws"] += dt / 1e6;
     const int serving = (c.done ? 0 : 1) + (r.done ? 0 : 1);
     for (SideState* s : {&c, &r})
       if (!s->done && serving) s->time_us += dt / serving;
@@ -137,9 +145,11 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     for (SideState* s : {&c, &r}) {
       if (s->warm_done) continue;
       double before = s->time_us;
-      run(*s, [&] {
-        peers.store_barrier("timing/warm" + std::to_string(b) + s->tag);
-        s->side->warm(S, 0);
+      account("warm-up", [&] {
+        run(*s, [&] {
+          peers.store_barrier("timing/warm" + std::to_string(b) + s->tag);
+          s->side->warm(S, 0);
+        });
       });
       const double per_call = (s->time_us - before) / S;
       s->warm_calls += S;
@@ -147,7 +157,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
       s->last_warm_per_call = per_call;
       s->warm_done = stable || s->time_us >= 0.25 * opts.max_time_s * 1e6 || b + 1 >= kMaxWarmBatches;
     }
-    agree(peers, "timing/warm" + std::to_string(b) + "/done", &c.warm_done, &r.warm_done);
+    account("agreement", [&] { agree(peers, "timing/warm" + std::to_string(b) + "/done", &c.warm_done, &r.warm_done); });
   }
 
   // Step 2 of NOTE [timing protocol]: priming, on new contents, keeping
@@ -160,7 +170,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     prime_spec.tag = std::string("timing/prime_") + s->tag;
     bool host_sync = false;
     auto before = [&] { refill(0, S); (s == &c ? ref : cand).pause(); s->side->resume(); };
-    run(*s, [&] { host_sync = prime(peers, *s->side, prime_spec, o, before); });
+    account("priming", [&] { run(*s, [&] { host_sync = prime(peers, *s->side, prime_spec, o, before); }); });
     s->tally.host_sync = host_sync;
   }
 
@@ -175,25 +185,29 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     bool ran_c = false, ran_r = false;
     for (SideState* s : order) {
       if (s->done) continue;
-      run(*s, [&] {
-        SegmentSpec spec;
-        spec.iters = S;
-        spec.start = first;
-        spec.keep = true;
-        spec.tag = "timing/" + std::to_string(k) + s->tag;
-        spec.gate_ms = o.segment_gate_ms;
-        spec.host_sync = s->tally.host_sync;
-        // The referees meet here, so a contestant's segment (timed by its
-        // referee from request to reply) holds no wait for a slower rank.
-        peers.store_barrier(spec.tag);
-        spec.barrier = false;
-        s->tally.add(s->side->segment(spec));
+      account("segments", [&] {
+        run(*s, [&] {
+          SegmentSpec spec;
+          spec.iters = S;
+          spec.start = first;
+          spec.keep = true;
+          spec.tag = "timing/" + std::to_string(k) + s->tag;
+          spec.gate_ms = o.segment_gate_ms;
+          spec.host_sync = s->tally.host_sync;
+          // The referees meet here, so a contestant's segment (timed by its
+          // referee from request to reply) holds no wait for a slower rank.
+          peers.store_barrier(spec.tag);
+          spec.barrier = false;
+          if (s == &r) settle_for_reference(peers, cand, spec.tag);
+          s->tally.add(s->side->segment(spec));
+        });
       });
       (s == &c ? ran_c : ran_r) = true;
     }
     // Step 2: calls picked now, after the candidate replied; the reference's
     // outputs on the same contents (its own segment's, or one call on the
     // group's contents when it has stopped).
+    const auto checks_t0 = Clock::now();
     if (ran_c && !res.check_failed) {
       cand.pause();
       std::vector<int> positions;
@@ -218,6 +232,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
         }
       }
     }
+    res.loop_s["checks"] += us_since(checks_t0) / 1e6;
     // The stopping rule, agreed across ranks.
     bool done_c = c.done, done_r = r.done;
     for (SideState* s : {&c, &r}) {
@@ -228,7 +243,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
       (s == &c ? done_c : done_r) = stop;
     }
     bool failed_any = res.check_failed;
-    agree(peers, "timing/" + std::to_string(k) + "/done", &done_c, &done_r, &failed_any);
+    account("agreement", [&] { agree(peers, "timing/" + std::to_string(k) + "/done", &done_c, &done_r, &failed_any); });
     c.done = done_c || failed_any;
     r.done = done_r || failed_any;
     res.rounds = k + 1;
@@ -252,6 +267,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   res.timing.ref_samples = r.tally.samples;
   res.timing.last_cand_inputs = cand.last_inputs();
   res.draw_us = res.draws ? draw_us / res.draws : 0;
+  res.loop_s["total"] = us_since(loop_t0) / 1e6;
   return res;
 }
 

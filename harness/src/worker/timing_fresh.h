@@ -46,6 +46,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,12 @@ struct FreshResult {
   bool check_failed = false;
   std::string check_reason;  // the first failing check's
   bool noise_met_cand = false, noise_met_ref = false;
+  // Where the loop's wall time went, by the referee's clock (a report: the
+  // sides' own time_s decide the stopping): "warm-up", "priming",
+  // "segments", "draws", "checks" (kept outputs, the reference's calls for a
+  // stopped side, the comparisons), "agreement" (stops agreed across ranks)
+  // and "total".
+  std::map<std::string, double> loop_s;
 };
 
 FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, LocalSide& ref, const DrawFn& draw,

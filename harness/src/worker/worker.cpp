@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -48,12 +50,6 @@
 namespace pkb {
 
 namespace {
-
-// The candidate (not the harness) failed; carries the outcome it earns.
-struct CandidateFailure {
-  Outcome outcome;
-  std::string reason;
-};
 
 struct Job {
   Json j;
@@ -149,7 +145,7 @@ class RankRun {
       start_contestant();
       try {
         contestant_->load(cand);
-      } catch (const ContestantFailure& f) {
+      } catch (const CandidateFailure& f) {
         status = f.reason;
       }
     }
@@ -208,15 +204,11 @@ class RankRun {
   // contestant's region.
   Outputs run_candidate_checked(const Inputs& in, Inputs* seen) {
     if (contestant_) {
-      try {
-        Placed p = contestant_->place(in, 0);
-        Outputs out = contestant_->call(p);
-        *seen = p.views;
-        last_placed_ = p;
-        return out;
-      } catch (const ContestantFailure& f) {
-        throw CandidateFailure{f.outcome, f.reason};
-      }
+      Placed p = contestant_->place(in, 0);
+      Outputs out = contestant_->call(p);
+      *seen = p.views;
+      last_placed_ = p;
+      return out;
     }
     *seen = clone_but_fixed(in, fixed_);  // NOTE [fixed inputs]: checked by checksum, as the reference's
     Outputs out = run_local_candidate(*seen);
@@ -350,14 +342,23 @@ class RankRun {
       // a local candidate's copy holds the fixed tensors too).
       last_inputs = Inputs();
       last_cand_inputs = Inputs();
+      // Where the trial's time went (a report, NOTE [phase deadlines]).
+      std::map<std::string, double> spent;
+      auto lap = [&spent, t0 = std::chrono::steady_clock::now()](const char* part) mutable {
+        const auto now = std::chrono::steady_clock::now();
+        spent[part] += std::chrono::duration<double>(now - t0).count();
+        t0 = now;
+      };
       Inputs inputs = draw_inputs(ts);
       const std::vector<int64_t> drawn_sums = fixed_checksums(inputs, fixed_);
       if (t == 0) cost(inputs);
+      lap("draw");
 
       phase(label + ": candidate");
       memory_->enter("candidate");
       Inputs cand_in;
       Outputs got = candidate_call("t" + std::to_string(t) + "/cand", inputs, &cand_in);
+      lap("candidate");
 
       Inputs ref_in;
       Outputs want;
@@ -382,6 +383,7 @@ class RankRun {
       // The fastest reference call so far: later trials shed first-call costs
       // (NCCL's lazy communicator set-up, allocator growth).
       if (t_ref_s_ < 0 || dt < t_ref_s_) t_ref_s_ = dt;
+      lap("reference");
       CompareResult cmp = compare_outputs(want, got, tol_, checked_outputs(want.size()));
       if (cmp.outcome == Outcome::kCorrect && hardened) {
         std::string changed = changed_input(inputs, ref_in, cand_in);
@@ -394,6 +396,8 @@ class RankRun {
       tj["trial"] = t;
       tj["kind"] = ts.kind();
       tj["reference_digest"] = output_digest(want);  // NOTE [reference fingerprints]
+      lap("compare");
+      tj["seconds"] = rounded(spent);
       result_["trials"].push_back(tj);
       if (!judge("t" + std::to_string(t) + "/verdict", label, cmp, {{"trial", t}, {"kind", ts.kind()}})) return;
       last_trial_ = ts;
@@ -483,11 +487,7 @@ class RankRun {
       if (contestant_) {
         PKB_CHECK(last_placed_.has_value(), "no placed inputs to refresh");
         dist_->device_sync();  // the refreshed values are in place before it reads them
-        try {
-          got = contestant_->call(*last_placed_);
-        } catch (const ContestantFailure& f) {
-          throw CandidateFailure{f.outcome, f.reason};
-        }
+        got = contestant_->call(*last_placed_);
       } else {
         got = run_local_candidate(target);
         dist_->device_sync();
@@ -570,6 +570,13 @@ class RankRun {
     return std::min(trial_us, us / kProbeCalls);
   }
 
+  // Seconds to the millisecond, for the reports above.
+  static Json rounded(const std::map<std::string, double>& spent) {
+    Json j = Json::object();
+    for (const auto& [part, sec] : spent) j[part] = std::round(sec * 1000) / 1000;
+    return j;
+  }
+
   // NOTE [fresh inputs] (worker/timing_fresh.h).
   Inputs perf_fresh(const Inputs& inputs) {
     FreshTimingOptions fo;
@@ -611,7 +618,7 @@ class RankRun {
     memory_->enter("timing");
     try {
       fr = time_fresh(*dist_, inputs, *cand, ref, draw, check, fo);
-    } catch (const ContestantFailure& f) {
+    } catch (const CandidateFailure& f) {
       throw CandidateFailure{f.outcome, "while timed: " + f.reason};
     }
     memory_->enter("harness");
@@ -632,6 +639,7 @@ class RankRun {
     tj["draws"] = fr.draws;
     tj["draw_us"] = fr.draw_us;
     tj["checked_calls"] = fr.checked;
+    tj["loop_s"] = rounded(fr.loop_s);
     record_sides(tr, &tj);
     result_["timing"] = tj;
     phase("recheck");
@@ -677,7 +685,14 @@ class RankRun {
   static CompareResult timing_anomaly_verdict(const TimingStats& cand) {
     CompareResult verdict;
     verdict.outcome = Outcome::kCorrect;
-    if (cand.referee_anomaly) {
+    if (cand.device_left_busy) {
+      std::ostringstream os;
+      os << "the device was still busy " << kQuietDeadlineUs / 1e3 << " ms after the candidate's process was "
+         << "stopped for the reference's timed calls (a probe took up to " << cand.device_max_probe_us
+         << " us): work it left running would have run beside them (NOTE [quiet device])";
+      verdict.outcome = Outcome::kTimingAnomaly;
+      verdict.reason = os.str();
+    } else if (cand.referee_anomaly) {
       std::ostringstream os;
       os << "the referee's wall clock saw " << cand.referee_wall_us << " us per call where the candidate's events "
          << "claim " << cand.mean_us << " us (allowance " << cand.referee_allowance_us
@@ -714,7 +729,7 @@ class RankRun {
     memory_->enter("timing");
     try {
       tr = time_alternating(*dist_, inputs, *cand, ref, o, fixed_);
-    } catch (const ContestantFailure& f) {
+    } catch (const CandidateFailure& f) {
       throw CandidateFailure{f.outcome, "while timed: " + f.reason};
     }
     memory_->enter("harness");

@@ -22,8 +22,13 @@
 //     reference's on the same contents: a candidate cannot tell a checked
 //     call from another. A mismatch is the evaluation's output_mismatch.
 //  3. Adaptive stopping (nvbench's --max-noise, --min-samples, --max-time):
-//     per side, warm-up batches until two in a row agree within 10% per call
-//     (by the referee's clock) or a quarter of the side's time is spent; then
+//     warm-up batches of both sides until each side's last two agree within
+//     10% per call (by the referee's clock) or either side has spent a
+//     quarter of its time, both sides taking the same number of calls (with
+//     each side on its own, 50 at W = 1 on the H200 read 0.66x against itself
+//     after 12 warm-up calls on one side and 36 on the other); then the
+//     priming segments (step 2 of NOTE [timing protocol], outside the sides'
+//     time: they detect host_sync, by two gate timeouts where it holds); then
 //     rounds of one segment per side, alternated C R R C as published, until
 //     the side has at least min_samples samples and the 95% confidence
 //     interval of its median is within max_noise of it, or its time

@@ -30,8 +30,12 @@
 //    writes rank_<r>.json) trusts nothing the contestant says beyond its
 //    outputs and its claimed event times, which it checks against its own
 //    clock (NOTE [timing protocol], step 5). The reference is timed while
-//    the contestant's processes are stopped. A result file counts only from
-//    a referee that ended by itself.
+//    the contestant's processes are stopped, and only once the device is
+//    quiet: what they left queued on the GPU (or a process of theirs with a
+//    CUDA context of its own has) is waited for in the contestant's account,
+//    and still busy after 1 s is timing_anomaly (NOTE [quiet device],
+//    worker/quiet_device.h). A result file counts only from a referee that
+//    ended by itself.
 //  - The driver and the results file. The driver is not dumpable
 //    (PR_SET_DUMPABLE 0: no /proc/<driver>/fd, environ, mem for other
 //    processes of its user). When pkb runs as root, the referees stay root

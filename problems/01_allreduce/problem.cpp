@@ -6,17 +6,14 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{1, "allreduce", "Sum all-reduce of a constant matrix", "Collective Primitive",
+                             "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
-class AllReduce : public RankConstantCollective {
+class AllReduce : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
-  AllReduce() : RankConstantCollective(kSummed) {}
-
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{1, "allreduce", "Sum all-reduce of a constant matrix",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
+  AllReduce() : ProblemWithSpec(kSummed) {}
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
                          const pkb::Inputs& in) const override {
@@ -32,11 +29,9 @@ class AllReduce : public RankConstantCollective {
     const double numel = static_cast<double>(t.numel());
     const double bytes = numel * t.element_size();
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1.0) / w * bytes;
-    c.hbm_bytes_per_rank = 2.0 * bytes;  // read input, write output
-    c.flops_per_rank = (w - 1.0) / w * numel;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1.0) / w * bytes,
+            /*hbm_bytes_per_rank=*/2.0 * bytes,  // read input, write output
+            /*flops_per_rank=*/(w - 1.0) / w * numel};
   }
 };
 

@@ -5,17 +5,14 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{2, "allgather", "All-gather of equal-size matrices into a stacked tensor",
+                             "Collective Primitive", "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
-class AllGather : public RankConstantCollective {
+class AllGather : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
-  AllGather() : RankConstantCollective(kMoved) {}
-
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{2, "allgather", "All-gather of equal-size matrices into a stacked tensor",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
+  AllGather() : ProblemWithSpec(kMoved) {}
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
                          const pkb::Inputs& in) const override {
@@ -31,10 +28,8 @@ class AllGather : public RankConstantCollective {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);
     const double bytes = static_cast<double>(t.numel()) * t.element_size();
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (world - 1) * bytes;
-    c.hbm_bytes_per_rank = bytes + world * bytes;  // read input, write (W, M, N) output
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(world - 1) * bytes,
+            /*hbm_bytes_per_rank=*/bytes + world * bytes};  // read input, write (W, M, N) output
   }
 };
 

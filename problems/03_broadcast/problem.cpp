@@ -5,19 +5,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{3, "broadcast", "Broadcast from rank 0", "Collective Primitive",
+                             "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
 constexpr int kSrc = 0;
 
-class Broadcast : public RankConstantCollective {
+class Broadcast : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
-  Broadcast() : RankConstantCollective(kMoved) {}
-
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{3, "broadcast", "Broadcast from rank 0",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
+  Broadcast() : ProblemWithSpec(kMoved) {}
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
                          const pkb::Inputs& in) const override {
@@ -31,10 +28,8 @@ class Broadcast : public RankConstantCollective {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);
     const double bytes = static_cast<double>(t.numel()) * t.element_size();
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = world > 1 ? bytes : 0.0;
-    c.hbm_bytes_per_rank = 2.0 * bytes;  // root: read input, write output
-    return c;
+    return {/*nvlink_bytes_per_rank=*/world > 1 ? bytes : 0.0,
+            /*hbm_bytes_per_rank=*/2.0 * bytes};  // root: read input, write output
   }
 };
 

@@ -9,19 +9,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{4, "reduce", "Sum reduce to rank 0", "Collective Primitive",
+                             "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
 constexpr int kRoot = 0;  // make_inputs always passes dst = 0
 
-class Reduce : public RankConstantCollective {
+class Reduce : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
-  Reduce() : RankConstantCollective(kSummed) {}
-
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{4, "reduce", "Sum reduce to rank 0",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
+  Reduce() : ProblemWithSpec(kSummed) {}
 
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in = RankConstantCollective::make_inputs(req);
@@ -46,11 +43,9 @@ class Reduce : public RankConstantCollective {
     const double numel = static_cast<double>(t.numel());
     const double bytes = numel * t.element_size();
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = world > 1 ? bytes : 0.0;
-    c.hbm_bytes_per_rank = 2.0 * bytes;  // read input, write output
-    c.flops_per_rank = (w - 1.0) / w * numel;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/world > 1 ? bytes : 0.0,
+            /*hbm_bytes_per_rank=*/2.0 * bytes,  // read input, write output
+            /*flops_per_rank=*/(w - 1.0) / w * numel};
   }
 };
 

@@ -6,20 +6,17 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{5, "scatter", "Scatter slices of a stacked tensor from rank 0", "Collective Primitive",
+                             "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
 constexpr int kSrc = 0;
 
-class Scatter : public pkb::Problem {
+class Scatter : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{5, "scatter", "Scatter slices of a stacked tensor from rank 0",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
-
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     if (req.rank == kSrc) {
       at::Tensor t = at::empty({req.world, req.m, req.n}, opts);
@@ -58,10 +55,8 @@ class Scatter : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);  // (W, M, N) on rank 0, (M, N) elsewhere
     const double slice = static_cast<double>(t.size(-2) * t.size(-1)) * t.element_size();
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (world - 1) * slice;
-    c.hbm_bytes_per_rank = world * slice + slice;  // root: read (W, M, N), write (M, N)
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(world - 1) * slice,
+            /*hbm_bytes_per_rank=*/world * slice + slice};  // root: read (W, M, N), write (M, N)
   }
 };
 

@@ -6,19 +6,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{6, "gather", "Gather to rank 0 as a stacked tensor", "Collective Primitive",
+                             "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
 constexpr int kDst = 0;
 
-class Gather : public RankConstantCollective {
+class Gather : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
-  Gather() : RankConstantCollective(kMoved) {}
-
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{6, "gather", "Gather to rank 0 as a stacked tensor",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
+  Gather() : ProblemWithSpec(kMoved) {}
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
                          const pkb::Inputs& in) const override {
@@ -38,10 +35,8 @@ class Gather : public RankConstantCollective {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);
     const double bytes = static_cast<double>(t.numel()) * t.element_size();
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (world - 1) * bytes;
-    c.hbm_bytes_per_rank = bytes + world * bytes;  // root: read input, write (W, M, N)
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(world - 1) * bytes,
+            /*hbm_bytes_per_rank=*/bytes + world * bytes};  // root: read input, write (W, M, N)
   }
 };
 

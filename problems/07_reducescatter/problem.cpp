@@ -6,17 +6,14 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{7, "reducescatter", "Sum reduce-scatter along rows", "Collective Primitive",
+                             "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
-class ReduceScatter : public RankConstantCollective {
+class ReduceScatter : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
-  ReduceScatter() : RankConstantCollective(kSummed, true) {}
-
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{7, "reducescatter", "Sum reduce-scatter along rows",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
+  ReduceScatter() : ProblemWithSpec(kSummed, true) {}
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
                          const pkb::Inputs& in) const override {
@@ -33,11 +30,9 @@ class ReduceScatter : public RankConstantCollective {
     const double in_bytes = static_cast<double>(t.numel()) * t.element_size();
     const double out_numel = static_cast<double>(t.numel()) / world;
     const double out_bytes = out_numel * t.element_size();
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (world - 1) * out_bytes;
-    c.hbm_bytes_per_rank = in_bytes + out_bytes;  // read input, write output
-    c.flops_per_rank = (world - 1) * out_numel;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(world - 1) * out_bytes,
+            /*hbm_bytes_per_rank=*/in_bytes + out_bytes,  // read input, write output
+            /*flops_per_rank=*/(world - 1) * out_numel};
   }
 };
 

@@ -5,18 +5,15 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{8, "alltoall", "Equal-split all-to-all of a stacked tensor", "Collective Primitive",
+                             "plain torch.distributed collective", "any"};
+
 using namespace pkb::blocks;
 
-class AllToAll : public pkb::Problem {
+class AllToAll : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{8, "alltoall", "Equal-split all-to-all of a stacked tensor",
-                                    "Collective Primitive", "plain torch.distributed collective", "any"};
-    return s;
-  }
-
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::Tensor t = at::empty({req.world, req.m, req.n}, opts);
     for (int d = 0; d < req.world; ++d) t[d].fill_(10 * req.rank + d);
     pkb::Inputs in;
@@ -41,10 +38,8 @@ class AllToAll : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);  // (W, M, N)
     const double bytes = static_cast<double>(t.numel()) * t.element_size();
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (world - 1) * bytes / world;
-    c.hbm_bytes_per_rank = 2.0 * bytes;  // read input, write output
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(world - 1) * bytes / world,
+            /*hbm_bytes_per_rank=*/2.0 * bytes};  // read input, write output
   }
 };
 

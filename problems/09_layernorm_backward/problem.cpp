@@ -7,20 +7,16 @@
 
 namespace {
 
-class LayerNormBackward : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{9, "layernorm_backward",
-                                    "LayerNorm weight/bias gradients all-reduced across sequence shards",
-                                    "Sequence Parallel", "Megatron-LM (LayerNorm grads under sequence parallelism)",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{9, "layernorm_backward",
+                             "LayerNorm weight/bias gradients all-reduced across sequence shards", "Sequence Parallel",
+                             "Megatron-LM (LayerNorm grads under sequence parallelism)", "any"};
 
+class LayerNormBackward : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // RNG order as published: X's randn, then dY's randn. X is normalised row-wise
   // in bf16 ops (norm with fp32 accumulation, + 1e-5, division).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::Tensor x = at::randn({req.m, req.n}, opts);
     at::Tensor x_hat = x / (x.norm(2, {1}, /*keepdim=*/true) + 1e-5);
     at::Tensor dy = at::randn({req.m, req.n}, opts);
@@ -46,11 +42,9 @@ class LayerNormBackward : public pkb::Problem {
     const at::Tensor& dy = in.tensor(1);
     const double m = static_cast<double>(dy.size(0)), n = static_cast<double>(dy.size(1));
     const double e = static_cast<double>(dy.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * 2.0 * (w - 1) / w * n * e;
-    c.hbm_bytes_per_rank = 2.0 * m * n * e + 2.0 * n * e;
-    c.flops_per_rank = 3.0 * m * n;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * 2.0 * (w - 1) / w * n * e,
+            /*hbm_bytes_per_rank=*/2.0 * m * n * e + 2.0 * n * e,
+            /*flops_per_rank=*/3.0 * m * n};
   }
 };
 

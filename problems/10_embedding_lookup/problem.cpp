@@ -6,17 +6,14 @@
 
 namespace {
 
-class EmbeddingLookup : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{10, "embedding_lookup", "Row-sharded embedding table lookup via two all-to-alls",
-                                    "Tensor Parallel", "torchrec / DLRM row-wise sharded embeddings", "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{10, "embedding_lookup", "Row-sharded embedding table lookup via two all-to-alls",
+                             "Tensor Parallel", "torchrec / DLRM row-wise sharded embeddings", "any"};
 
+class EmbeddingLookup : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // RNG order as published: the shard's randn, then the indices' randint.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     at::Tensor shard = at::randn({req.m, req.n}, opts.dtype(req.dtype));
     at::Tensor indices = at::randint(0, req.world * req.m, {req.m}, opts.dtype(at::kLong));
     pkb::Inputs in;
@@ -57,11 +54,9 @@ class EmbeddingLookup : public pkb::Problem {
     const at::Tensor& shard = in.tensor(1);
     const double m = static_cast<double>(in.tensor(0).size(0)), n = static_cast<double>(shard.size(1));
     const double e = static_cast<double>(shard.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * m * (8.0 + n * e);
-    c.hbm_bytes_per_rank = 2.0 * m * n * e;
-    c.flops_per_rank = 0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * m * (8.0 + n * e),
+            /*hbm_bytes_per_rank=*/2.0 * m * n * e,
+            /*flops_per_rank=*/0};
   }
 };
 

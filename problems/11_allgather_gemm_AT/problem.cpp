@@ -7,17 +7,13 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{11, "allgather_gemm_AT", "All-gather of a K-sharded A (transposed layout), then a GEMM",
+                             "Tensor Parallel", "Megatron-LM style TP/SP linear (AllGather + GEMM)", "W divides 512"};
+
 using namespace pkb::blocks;
 
-class AllGatherGemmAT : public KShardedAllGatherGemm {
+class AllGatherGemmAT : public pkb::ProblemWithSpec<kSpec, KShardedAllGatherGemm> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{11, "allgather_gemm_AT", "All-gather of a K-sharded A (transposed layout), then a GEMM",
-                                    "Tensor Parallel", "Megatron-LM style TP/SP linear (AllGather + GEMM)",
-                                    "W divides 512"};
-    return s;
-  }
-
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& a_local = in.tensor(0);
     const at::Tensor& b = in.tensor(1);

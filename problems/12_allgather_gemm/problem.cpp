@@ -6,17 +6,13 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{12, "allgather_gemm", "All-gather along the K dimension, then a GEMM", "Tensor Parallel",
+                             "Megatron-LM column-parallel linear (AllGather + GEMM)", "W divides 512"};
+
 using namespace pkb::blocks;
 
-class AllGatherGemm : public KShardedAllGatherGemm {
+class AllGatherGemm : public pkb::ProblemWithSpec<kSpec, KShardedAllGatherGemm> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{12, "allgather_gemm", "All-gather along the K dimension, then a GEMM",
-                                    "Tensor Parallel", "Megatron-LM column-parallel linear (AllGather + GEMM)",
-                                    "W divides 512"};
-    return s;
-  }
-
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& a_local = in.tensor(0);
     const at::Tensor& b = in.tensor(1);

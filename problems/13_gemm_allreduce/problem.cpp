@@ -2,29 +2,23 @@
 // all-reduce of its bf16 output. Rounding points matter (catalog §13): each
 // rank's product is rounded to bf16 before the bf16 all-reduce, so the sum is
 // taken over rounded partials, not over fp32 accumulators.
+#include "../blocks/local_gemm.h"
 #include "pkb/problem.h"
 
 namespace {
 
+const pkb::ProblemSpec kSpec{13, "gemm_allreduce", "Local GEMM followed by a sum all-reduce (row-parallel linear)",
+                             "Tensor Parallel", "Megatron-LM RowParallelLinear (GEMM + all-reduce)", "any"};
+
+using namespace pkb::blocks;
+
 constexpr int64_t kK = 512;  // the local contraction dimension, fixed by the published harness
 
-class GemmAllReduce : public pkb::Problem {
+class GemmAllReduce : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{13, "gemm_allreduce", "Local GEMM followed by a sum all-reduce (row-parallel linear)",
-                                    "Tensor Parallel", "Megatron-LM RowParallelLinear (GEMM + all-reduce)", "any"};
-    return s;
-  }
-
   // RNG order as published: A_local's randn, then B_local's randn.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    at::Tensor a_local = at::randn({req.m, kK}, opts);
-    at::Tensor b_local = at::randn({kK, req.n}, opts);
-    pkb::Inputs in;
-    in.add("A_local", a_local);
-    in.add("B_local", b_local);
-    return in;
+    return gemm_operands(req, "A_local", "B_local", req.m, kK, req.n);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -38,16 +32,11 @@ class GemmAllReduce : public pkb::Problem {
   // each way; HBM: the GEMM operands read and C written; 2·M·N·K flops plus
   // the (W-1)/W·M·N adds of this rank's share of the reduction.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& a = in.tensor(0);
-    const at::Tensor& b = in.tensor(1);
-    const double m = static_cast<double>(a.size(0)), k = static_cast<double>(a.size(1));
-    const double n = static_cast<double>(b.size(1));
-    const double e = static_cast<double>(a.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * m * n * e;
-    c.hbm_bytes_per_rank = (m * k + k * n + m * n) * e;
-    c.flops_per_rank = 2.0 * m * n * k + (w - 1) / w * m * n;
-    return c;
+    const auto [m, k, n, e] = gemm_sizes(in);
+    const double w = world;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * m * n * e,
+            /*hbm_bytes_per_rank=*/(m * k + k * n + m * n) * e,
+            /*flops_per_rank=*/2.0 * m * n * k + (w - 1) / w * m * n};
   }
 };
 

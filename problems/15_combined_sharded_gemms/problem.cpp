@@ -9,25 +9,21 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{15, "combined_sharded_gemms",
+                             "Sequence-parallel MLP: all-gather, GEMM, SiLU, GEMM, reduce-scatter", "Tensor Parallel",
+                             "Megatron-LM sequence-parallel MLP (AG before, RS after)", "any"};
+
 constexpr int64_t kHidden = 256;  // H before rounding up to a multiple of W
 constexpr int64_t kFfn = 512;     // F
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-class CombinedShardedGemms : public pkb::Problem {
+class CombinedShardedGemms : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{15, "combined_sharded_gemms",
-                                    "Sequence-parallel MLP: all-gather, GEMM, SiLU, GEMM, reduce-scatter",
-                                    "Tensor Parallel", "Megatron-LM sequence-parallel MLP (AG before, RS after)",
-                                    "any"};
-    return s;
-  }
-
   // RNG order as published: x_local, W1, W2. M and H are rounded up to
   // multiples of W so that every world size works.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t m_rows = round_up(req.m, req.world), h = round_up(kHidden, req.world);
     at::Tensor x_local = at::randn({m_rows, h / req.world}, opts);
     at::Tensor w1 = at::randn({h, kFfn}, opts);
@@ -71,11 +67,9 @@ class CombinedShardedGemms : public pkb::Problem {
     const double h = static_cast<double>(w1.size(0)), f = static_cast<double>(w1.size(1));
     const double e = static_cast<double>(x_local.element_size()), w = world;
     const double rows = m_rows / w;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * rows * h_local * e;
-    c.hbm_bytes_per_rank = (rows * h + 2.0 * h * f + rows * h) * e;
-    c.flops_per_rank = 4.0 * rows * h * f;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * rows * h_local * e,
+            /*hbm_bytes_per_rank=*/(rows * h + 2.0 * h * f + rows * h) * e,
+            /*flops_per_rank=*/4.0 * rows * h * f};
   }
 };
 

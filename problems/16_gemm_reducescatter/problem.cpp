@@ -2,22 +2,22 @@
 // RowParallelLinear + reduce-scatter): a K-sharded GEMM whose bf16 partial
 // products are summed by a bf16 reduce-scatter over rows. As in problem 13 the
 // rounding points matter: each partial is rounded to bf16 before the sum.
+#include "../blocks/local_gemm.h"
 #include "pkb/problem.h"
 
 namespace {
 
+const pkb::ProblemSpec kSpec{16, "gemm_reducescatter", "K-sharded GEMM followed by a sum reduce-scatter over rows",
+                             "Tensor Parallel",
+                             "Megatron-LM RowParallelLinear with sequence parallelism (GEMM + reduce-scatter)",
+                             "W divides 512 and M"};
+
+using namespace pkb::blocks;
+
 constexpr int64_t kK = 512;  // the full contraction dimension, sharded over the ranks
 
-class GemmReduceScatter : public pkb::Problem {
+class GemmReduceScatter : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{16, "gemm_reducescatter", "K-sharded GEMM followed by a sum reduce-scatter over rows",
-                                    "Tensor Parallel",
-                                    "Megatron-LM RowParallelLinear with sequence parallelism (GEMM + reduce-scatter)",
-                                    "W divides 512 and M"};
-    return s;
-  }
-
   std::string check_world(int world) const override {
     if (world < 1 || kK % world != 0) return "W must divide K = 512";
     return "";
@@ -27,14 +27,7 @@ class GemmReduceScatter : public pkb::Problem {
   // other half of the world rule; check_world cannot see M, so it is checked here.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     PKB_CHECK(req.m % req.world == 0, "problem 16 needs W | M (M = ", req.m, ", W = ", req.world, ")");
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    const int64_t k_local = kK / req.world;
-    at::Tensor a_local = at::randn({req.m, k_local}, opts);
-    at::Tensor b_local = at::randn({k_local, req.n}, opts);
-    pkb::Inputs in;
-    in.add("A_local", a_local);
-    in.add("B_local", b_local);
-    return in;
+    return gemm_operands(req, "A_local", "B_local", req.m, kK / req.world, req.n);
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -48,16 +41,11 @@ class GemmReduceScatter : public pkb::Problem {
   // way; HBM: the GEMM operands read and the (M/W, N) output written;
   // 2·M·N·K/W flops plus (W-1)·(M/W)·N adds.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& a = in.tensor(0);
-    const at::Tensor& b = in.tensor(1);
-    const double m = static_cast<double>(a.size(0)), k_local = static_cast<double>(a.size(1));
-    const double n = static_cast<double>(b.size(1));
-    const double e = static_cast<double>(a.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * m * n * e;
-    c.hbm_bytes_per_rank = (m * k_local + k_local * n + m * n / w) * e;
-    c.flops_per_rank = 2.0 * m * n * k_local + (w - 1) / w * m * n;
-    return c;
+    const auto [m, k_local, n, e] = gemm_sizes(in);
+    const double w = world;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * m * n * e,
+            /*hbm_bytes_per_rank=*/(m * k_local + k_local * n + m * n / w) * e,
+            /*flops_per_rank=*/2.0 * m * n * k_local + (w - 1) / w * m * n};
   }
 };
 

@@ -6,18 +6,15 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{17, "rope_allgather", "Rotary embedding on sequence shards, then sequence all-gather",
+                             "Sequence Parallel", "HF transformers (Llama rotate_half RoPE) + sequence all-gather",
+                             "W divides 8"};
+
 constexpr int64_t kHeads = 8;
 constexpr int64_t kHeadDim = 64;
 
-class RopeAllgather : public pkb::Problem {
+class RopeAllgather : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{17, "rope_allgather", "Rotary embedding on sequence shards, then sequence all-gather",
-                                    "Sequence Parallel", "HF transformers (Llama rotate_half RoPE) + sequence all-gather",
-                                    "W divides 8"};
-    return s;
-  }
-
   // The published input builder asserts 8 % W == 0.
   std::string check_world(int world) const override {
     return world >= 1 && 8 % world == 0 ? "" : "the world size must divide 8";
@@ -27,7 +24,7 @@ class RopeAllgather : public pkb::Problem {
   // per rank. RNG order as published: q, k, cos, sin (cos/sin are plain randn,
   // not real cosines).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / req.world);
     pkb::Inputs in;
@@ -66,11 +63,9 @@ class RopeAllgather : public pkb::Problem {
     const at::Tensor& q = in.tensor(0);
     const double shard = static_cast<double>(q.numel()), e = static_cast<double>(q.element_size());
     const double rows = static_cast<double>(in.tensor(2).numel()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) * shard * e;
-    c.hbm_bytes_per_rank = (2.0 * shard + 2.0 * rows) * e + 2.0 * w * shard * e;
-    c.flops_per_rank = 6.0 * shard;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) * shard * e,
+            /*hbm_bytes_per_rank=*/(2.0 * shard + 2.0 * rows) * e + 2.0 * w * shard * e,
+            /*flops_per_rank=*/6.0 * shard};
   }
 };
 

@@ -7,19 +7,15 @@
 
 namespace {
 
-class TpRmsNorm : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{18, "tp_rms_norm", "RMSNorm over a TP-sharded hidden dimension",
-                                    "Tensor Parallel", "TP-sharded RMSNorm (QK-norm / norms over TP-sharded hidden states)",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{18, "tp_rms_norm", "RMSNorm over a TP-sharded hidden dimension", "Tensor Parallel",
+                             "TP-sharded RMSNorm (QK-norm / norms over TP-sharded hidden states)", "any"};
 
+class TpRmsNorm : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // Main branch of the published repository (authoritative per the catalog):
   // hidden (M, N), a per-rank weight (N,), eps 1e-5. RNG order: hidden, weight.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     in.add("local_hidden_states", at::randn({req.m, req.n}, opts));
     in.add("local_weight", at::randn({req.n}, opts));
@@ -46,11 +42,9 @@ class TpRmsNorm : public pkb::Problem {
     const at::Tensor& h = in.tensor(0);
     const double rows = static_cast<double>(h.numel() / h.size(-1)), n = static_cast<double>(h.size(-1));
     const double e = static_cast<double>(h.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * rows * 4.0;
-    c.hbm_bytes_per_rank = 2.0 * rows * n * e + n * e;
-    c.flops_per_rank = 5.0 * rows * n;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * rows * 4.0,
+            /*hbm_bytes_per_rank=*/2.0 * rows * n * e + n * e,
+            /*flops_per_rank=*/5.0 * rows * n};
   }
 };
 

@@ -18,6 +18,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{19, "blocked_fp8_quantize",
+                             "Per-128-element block fp8 quantisation, then all-gather of values and scales",
+                             "Tensor Parallel", "DeepSeek-V3-style block-128 fp8 activation quantisation (Triton)",
+                             "any (N divisible by 128)"};
+
 constexpr int64_t kBlock = 128;
 constexpr float kFp8Max = 448.0f;
 
@@ -43,19 +48,11 @@ constexpr uint32_t kRcpBits[kBlock] = {
     0x436739cd, 0x43664c14, 0x43656041, 0x4364764f, 0x43638e39, 0x4362a7f6, 0x4361c386, 0x4360e0e0,
 };
 
-class BlockedFp8Quantize : public pkb::Problem {
+class BlockedFp8Quantize : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{19, "blocked_fp8_quantize",
-                                    "Per-128-element block fp8 quantisation, then all-gather of values and scales",
-                                    "Tensor Parallel", "DeepSeek-V3-style block-128 fp8 activation quantisation (Triton)",
-                                    "any (N divisible by 128)"};
-    return s;
-  }
-
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     PKB_CHECK(req.n % kBlock == 0, "N must be a multiple of ", kBlock, " (got ", req.n, ")");
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     in.add("local_tensor", at::randn({req.m, req.n}, opts));
     in.add("block_size", kBlock);
@@ -106,11 +103,9 @@ class BlockedFp8Quantize : public pkb::Problem {
     const at::Tensor& t = in.tensor(0);
     const double mn = static_cast<double>(t.numel()), w = world;
     const double shard_bytes = mn + mn / kBlock * 4.0;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * shard_bytes;
-    c.hbm_bytes_per_rank = mn * t.element_size() + shard_bytes + w * shard_bytes;
-    c.flops_per_rank = 3.0 * mn;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * shard_bytes,
+            /*hbm_bytes_per_rank=*/mn * t.element_size() + shard_bytes + w * shard_bytes,
+            /*flops_per_rank=*/3.0 * mn};
   }
 
  private:

@@ -6,20 +6,16 @@
 
 namespace {
 
-class BlockedFp8Dequantize : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{20, "blocked_fp8_dequantize",
-                                    "Block-scaled dequantisation to fp32, then equal all-to-all", "Tensor Parallel",
-                                    "DeepSeek-V3-style block-128 scale dequantisation + all-to-all", "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{20, "blocked_fp8_dequantize", "Block-scaled dequantisation to fp32, then equal all-to-all",
+                             "Tensor Parallel", "DeepSeek-V3-style block-128 scale dequantisation + all-to-all", "any"};
 
+class BlockedFp8Dequantize : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // RNG order as published: values (W, M, N), then scales (W, M*N/128).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     constexpr int64_t kBlock = 128;
     PKB_CHECK(req.m * req.n % kBlock == 0, "M*N must be a multiple of ", kBlock);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     in.add("local_y", at::randn({req.world, req.m, req.n}, opts));
     in.add("local_s", at::randn({req.world, req.m * req.n / kBlock}, opts));
@@ -45,11 +41,10 @@ class BlockedFp8Dequantize : public pkb::Problem {
     const at::Tensor& y = in.tensor(0);
     const at::Tensor& s = in.tensor(1);
     const double w = world, total = static_cast<double>(y.numel());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * total * 4.0;
-    c.hbm_bytes_per_rank = total * y.element_size() + static_cast<double>(s.numel()) * s.element_size() + total * 4.0;
-    c.flops_per_rank = total;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * total * 4.0,
+            /*hbm_bytes_per_rank=*/total * y.element_size() + static_cast<double>(s.numel()) * s.element_size() +
+                total * 4.0,
+            /*flops_per_rank=*/total};
   }
 };
 

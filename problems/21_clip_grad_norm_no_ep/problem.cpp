@@ -9,19 +9,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{21, "clip_grad_norm_no_ep", "Global L2 grad norm over FSDP shards, clipped in place",
+                             "FSDP/ZeRO", "ByteDance VeOmni (FSDP2 clip_grad_norm)", "any"};
+
 constexpr int kNumGrads = 3;
 
-class ClipGradNormNoEp : public pkb::Problem {
+class ClipGradNormNoEp : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{21, "clip_grad_norm_no_ep", "Global L2 grad norm over FSDP shards, clipped in place",
-                                    "FSDP/ZeRO", "ByteDance VeOmni (FSDP2 clip_grad_norm)", "any"};
-    return s;
-  }
-
   // The grad list is flattened in order; the fsdp group (WORLD) is its ranks.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     for (int i = 0; i < kNumGrads; ++i) in.add("grad_tensors." + std::to_string(i), at::randn({req.m, req.n}, opts));
     in.add("max_norm", 1.0);
@@ -74,11 +71,9 @@ class ClipGradNormNoEp : public pkb::Problem {
       elems += static_cast<double>(in.tensor(i).numel());
     }
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * 4.0;
-    c.hbm_bytes_per_rank = 3.0 * bytes;
-    c.flops_per_rank = 3.0 * elems;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * 4.0,
+            /*hbm_bytes_per_rank=*/3.0 * bytes,
+            /*flops_per_rank=*/3.0 * elems};
   }
 
  private:

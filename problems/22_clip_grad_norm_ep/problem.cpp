@@ -15,22 +15,17 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{22, "clip_grad_norm_ep",
+                             "Global grad-norm with separate non-expert and expert-parameter reductions, with clipping",
+                             "FSDP/ZeRO", "ByteDance VeOmni (FSDP2 clip_grad_norm with EP / EP-FSDP groups)", "any"};
+
 using namespace pkb::blocks;
 
-class ClipGradNormEp : public pkb::Problem {
+class ClipGradNormEp : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{22, "clip_grad_norm_ep",
-                                    "Global grad-norm with separate non-expert and expert-parameter reductions, "
-                                    "with clipping",
-                                    "FSDP/ZeRO", "ByteDance VeOmni (FSDP2 clip_grad_norm with EP / EP-FSDP groups)",
-                                    "any"};
-    return s;
-  }
-
   // RNG order as published: the non-EP grad's randn, then the EP grad's.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::Tensor non_ep = at::randn({req.m, req.n}, opts);
     at::Tensor ep = at::randn({req.m, req.n}, opts);
     const int64_t world = req.world, rank = req.rank, ep_size = ep_size_for(world);
@@ -133,10 +128,7 @@ class ClipGradNormEp : public pkb::Problem {
     const int64_t world = comm.world_size();
     if (degenerate(world, ep_size)) return;
     const int64_t ep_fsdp_size = world / ep_size;
-    std::vector<std::vector<int64_t>> layout;
-    for (int64_t blk = 0; blk < ep_fsdp_size; ++blk) layout.push_back(iota(blk * ep_size, 1, ep_size));
-    for (int64_t ep_idx = 0; ep_idx < ep_size; ++ep_idx) layout.push_back(iota(ep_idx, ep_size, ep_fsdp_size));
-    layout_.build(comm, layout);
+    layout_.build(comm, rows_then_columns(ep_fsdp_size, ep_size));
   }
 
   const GroupLayout layout_{"EP x EP-FSDP", true};

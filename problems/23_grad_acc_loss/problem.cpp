@@ -8,20 +8,15 @@
 
 namespace {
 
-class GradAccLoss : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{23, "grad_acc_loss",
-                                    "Token-count-weighted loss normalisation across data-parallel ranks",
-                                    "Data Parallel", "VeOmni / torchtitan (gradient-accumulation loss normaliser)",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{23, "grad_acc_loss", "Token-count-weighted loss normalisation across data-parallel ranks",
+                             "Data Parallel", "VeOmni / torchtitan (gradient-accumulation loss normaliser)", "any"};
 
+class GradAccLoss : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // Only the loss is random; the token counts are M*N per rank and W*M*N in
   // total, the upstream gradients 1 and 0, as published.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     at::Tensor loss = at::randn({}, opts.dtype(req.dtype));
     pkb::Inputs in;
     in.add("loss", loss);
@@ -38,7 +33,7 @@ class GradAccLoss : public pkb::Problem {
   // rank and trial only, so every rank can form the global sum without
   // communication) and both upstream gradients are drawn.
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     const int64_t full = req.m * req.n, half = std::max<int64_t>(1, full / 2);
     auto local_of = [&](int64_t r) { return half + (r * 7919 + (req.trial + 1) * 104729) % half; };
     int64_t global = 0;
@@ -77,11 +72,9 @@ class GradAccLoss : public pkb::Problem {
     const double e = static_cast<double>(in.tensor(0).element_size()), w = world;
     double read = 0;
     for (size_t i = 0; i < 5; ++i) read += static_cast<double>(in.tensor(i).nbytes());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * e;
-    c.hbm_bytes_per_rank = read + 3.0 * e;
-    c.flops_per_rank = 7.0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * e,
+            /*hbm_bytes_per_rank=*/read + 3.0 * e,
+            /*flops_per_rank=*/7.0};
   }
 };
 

@@ -9,18 +9,14 @@
 
 namespace {
 
-class LoadBalancingLoss : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{24, "load_balancing_loss_fn",
-                                    "MoE router load-balancing auxiliary loss, averaged over ranks",
-                                    "Expert Parallel",
-                                    "HF transformers load_balancing_loss_func (Mixtral / Qwen-MoE)", "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{24, "load_balancing_loss_fn",
+                             "MoE router load-balancing auxiliary loss, averaged over ranks", "Expert Parallel",
+                             "HF transformers load_balancing_loss_func (Mixtral / Qwen-MoE)", "any"};
 
+class LoadBalancingLoss : public pkb::ProblemWithSpec<kSpec> {
+ public:
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     in.add("gate_logits", at::randn({req.m, kNumExperts}, opts));
     in.add("num_experts", kNumExperts);
@@ -66,11 +62,9 @@ class LoadBalancingLoss : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& logits = in.tensor(0);
     const double w = world, m = static_cast<double>(logits.size(0));
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * 4.0;
-    c.hbm_bytes_per_rank = static_cast<double>(logits.nbytes()) + 4.0;
-    c.flops_per_rank = 50.0 * m;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * 4.0,
+            /*hbm_bytes_per_rank=*/static_cast<double>(logits.nbytes()) + 4.0,
+            /*flops_per_rank=*/50.0 * m};
   }
 
  private:

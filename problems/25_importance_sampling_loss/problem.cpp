@@ -11,20 +11,16 @@
 
 namespace {
 
-class ImportanceSamplingLoss : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{25, "importance_sampling_loss",
-                                    "RL policy-gradient loss with importance ratios over a full-vocab LM head",
-                                    "Tensor Parallel", "NeMo-RL / verl-style GRPO/PPO importance-sampling loss",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{25, "importance_sampling_loss",
+                             "RL policy-gradient loss with importance ratios over a full-vocab LM head",
+                             "Tensor Parallel", "NeMo-RL / verl-style GRPO/PPO importance-sampling loss", "any"};
 
+class ImportanceSamplingLoss : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // RNG order as published: hidden, weight (32000 rows whatever the base
   // shape, different per rank), labels, old log-probs, advantages.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     at::Tensor hidden = at::randn({req.m, req.n}, opts.dtype(req.dtype));
     at::Tensor weight = at::randn({kVocab, req.n}, opts.dtype(req.dtype));
     at::Tensor labels = at::randint(0, kVocab, {req.m}, opts.dtype(at::kLong));
@@ -113,11 +109,9 @@ class ImportanceSamplingLoss : public pkb::Problem {
     const double w = world;
     double read = 0;
     for (size_t i = 0; i < 5; ++i) read += static_cast<double>(in.tensor(i).nbytes());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * (4.0 + 6.0 * e);
-    c.hbm_bytes_per_rank = read + 2.0 * m * e + 4.0 + 5.0 * 4.0;
-    c.flops_per_rank = 2.0 * m * n * v + 5.0 * m * v;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * (4.0 + 6.0 * e),
+            /*hbm_bytes_per_rank=*/read + 2.0 * m * e + 4.0 + 5.0 * 4.0,
+            /*flops_per_rank=*/2.0 * m * n * v + 5.0 * m * v};
   }
 
  private:

@@ -8,25 +8,22 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{26, "moe_token_preprocess",
+                             "MoE all-to-all split-size computation (counts per expert, all-gather of counts)",
+                             "Expert Parallel", "VeOmni / Megatron-LM MoE token dispatcher (preprocess)",
+                             "W divides 8"};
+
 using namespace pkb::blocks;
 
-class MoeTokenPreprocess : public pkb::Problem {
+class MoeTokenPreprocess : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{26, "moe_token_preprocess",
-                                    "MoE all-to-all split-size computation (counts per expert, all-gather of counts)",
-                                    "Expert Parallel", "VeOmni / Megatron-LM MoE token dispatcher (preprocess)",
-                                    "W divides 8"};
-    return s;
-  }
-
   std::string check_world(int world) const override { return moe_experts_check(world); }
 
   // Each token picks 2 experts uniformly at random (repeats allowed); the mask
   // is fp32 whatever the run's dtype, and a permuted (non-contiguous) view of
   // the (M, 2, 8) one-hot, as published.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     at::Tensor selected = at::randint(0, kNumExperts, {req.m, kTopK}, opts.dtype(at::kLong));
     at::Tensor expert_mask = at::one_hot(selected, kNumExperts).to(at::kFloat).permute({2, 1, 0});
     pkb::Inputs in;
@@ -57,11 +54,9 @@ class MoeTokenPreprocess : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& mask = in.tensor(0);
     const double w = world, counts_bytes = static_cast<double>(mask.size(0)) * 4.0;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * counts_bytes;
-    c.hbm_bytes_per_rank = static_cast<double>(mask.numel()) * mask.element_size();
-    c.flops_per_rank = static_cast<double>(mask.numel());
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * counts_bytes,
+            /*hbm_bytes_per_rank=*/static_cast<double>(mask.numel()) * mask.element_size(),
+            /*flops_per_rank=*/static_cast<double>(mask.numel())};
   }
 };
 

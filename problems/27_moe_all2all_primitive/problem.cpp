@@ -6,25 +6,21 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{27, "moe_all2all_primitive",
+                             "All-to-all-v of token rows with explicit split lists (here equal splits)",
+                             "Expert Parallel", "VeOmni / Megatron-LM MoE all_to_all wrapper", "W divides M"};
+
 using namespace pkb::blocks;
 
-class MoeAll2AllPrimitive : public pkb::Problem {
+class MoeAll2AllPrimitive : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{27, "moe_all2all_primitive",
-                                    "All-to-all-v of token rows with explicit split lists (here equal splits)",
-                                    "Expert Parallel", "VeOmni / Megatron-LM MoE all_to_all wrapper",
-                                    "W divides M"};
-    return s;
-  }
-
   // Inputs: local_tensor, then the W input split sizes, the W output split
   // sizes (the published lists, flattened), then the group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     // The published harness adds M mod W to the last split of both lists,
     // which no rank but the last can honour (the exchange fails); refuse it.
     PKB_CHECK(req.m % req.world == 0, "problem 27 needs W to divide M (M = ", req.m, ", W = ", req.world, ")");
-    at::Tensor local = at::randn({req.m, req.n}, at::TensorOptions().dtype(req.dtype).device(req.device));
+    at::Tensor local = at::randn({req.m, req.n}, req.options());
     pkb::Inputs in;
     in.add("local_tensor", local);
     for (int d = 0; d < req.world; ++d) in.add("input_split_sizes." + std::to_string(d), req.m / req.world);

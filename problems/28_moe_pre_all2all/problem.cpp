@@ -8,19 +8,15 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{28, "moe_pre_all2all",
+                             "MoE dispatch: permute tokens by expert, all-to-all-v, regroup chunks by local expert",
+                             "Expert Parallel", "VeOmni token_pre_all2all (Megatron-LM permute / sort_chunks_by_idxs)",
+                             "W divides 8"};
+
 using namespace pkb::blocks;
 
-class MoePreAll2All : public pkb::Problem {
+class MoePreAll2All : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{28, "moe_pre_all2all",
-                                    "MoE dispatch: permute tokens by expert, all-to-all-v, regroup chunks by local expert",
-                                    "Expert Parallel",
-                                    "VeOmni token_pre_all2all (Megatron-LM permute / sort_chunks_by_idxs)",
-                                    "W divides 8"};
-    return s;
-  }
-
   std::string check_world(int world) const override { return moe_experts_check(world); }
 
   // RNG order as published: hidden_states' randn, then one randperm(8) per
@@ -28,11 +24,8 @@ class MoePreAll2All : public pkb::Problem {
   // Inputs: hidden_states, expert_mask (8, 2, M) fp32, num_experts, the W input
   // splits, the W output splits, num_global_tokens_per_local_expert, group.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    // As in 27, a remainder would go to the last entry of both split lists,
-    // which only the last rank can honour; refuse it instead of failing inside
-    // the exchange.
-    PKB_CHECK(2 * req.m % req.world == 0, "problem 28 needs W to divide 2M (M = ", req.m, ", W = ", req.world, ")");
-    auto opts = at::TensorOptions().device(req.device);
+    check_even_splits(req, 28);
+    auto opts = at::device(req.device);
     at::Tensor hidden = at::randn({req.m, req.n}, opts.dtype(req.dtype));
     // [e, k, t] = 1 iff token t's k-th pick is e.
     at::Tensor expert_mask =
@@ -53,14 +46,7 @@ class MoePreAll2All : public pkb::Problem {
     const at::Tensor& hidden_in = in.tensor(0);
     const at::Tensor& expert_mask = in.tensor(1);
     const int64_t num_experts = in.integer(2);
-    std::vector<int64_t> in_splits(world), out_splits(world);
-    int64_t send_rows = 0, recv_rows = 0;
-    for (int d = 0; d < world; ++d) {
-      in_splits[d] = in.integer(3 + d);
-      out_splits[d] = in.integer(3 + world + d);
-      send_rows += in_splits[d];
-      recv_rows += out_splits[d];
-    }
+    const SplitArgs splits = splits_at(in, 3, world);
     const at::Tensor& tokens_per_local_expert = in.tensor(3 + 2 * world);
 
     at::Tensor hidden = hidden_in.reshape({-1, hidden_in.size(-1)});
@@ -71,13 +57,13 @@ class MoePreAll2All : public pkb::Problem {
                                .expand({num_experts, -1});
     at::Tensor perm_idx = token_ids.masked_select(routing_map.to(at::kBool));
     at::Tensor permuted = hidden.index_select(0, perm_idx);
-    PKB_CHECK(send_rows == permuted.size(0), "EP split mismatch: input_splits sum (", send_rows,
+    PKB_CHECK(splits.in_rows == permuted.size(0), "EP split mismatch: input_splits sum (", splits.in_rows,
               ") != permuted tokens (", permuted.size(0), ")");
 
     at::Tensor received = permuted.contiguous();
     if (world > 1) {
-      received = at::empty({recv_rows, permuted.size(1)}, permuted.options());
-      comm.all_to_all_single(received, permuted.contiguous(), out_splits, in_splits);
+      received = at::empty({splits.out_rows, permuted.size(1)}, permuted.options());
+      comm.all_to_all_single(received, permuted.contiguous(), splits.out, splits.in);
     }
 
     // Regroup: the chunks arrive (source, local expert)-major; order them
@@ -104,12 +90,10 @@ class MoePreAll2All : public pkb::Problem {
     const double m = static_cast<double>(hidden.size(0)), n = static_cast<double>(hidden.size(1));
     const double e = static_cast<double>(hidden.element_size()), w = world;
     const double routed = 2.0 * m;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * routed * n * e;
-    c.hbm_bytes_per_rank = 2.0 * routed * n * e + static_cast<double>(mask.numel()) * 4.0 +
-                           static_cast<double>(mask.size(0)) * m * 4.0 + routed * 8.0;
-    c.flops_per_rank = static_cast<double>(mask.numel());  // the sum over the top-k dimension
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * routed * n * e,
+            /*hbm_bytes_per_rank=*/2.0 * routed * n * e + static_cast<double>(mask.numel()) * 4.0 +
+                static_cast<double>(mask.size(0)) * m * 4.0 + routed * 8.0,
+            /*flops_per_rank=*/static_cast<double>(mask.numel())};  // the sum over the top-k dimension
   }
 };
 

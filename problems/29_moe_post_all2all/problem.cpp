@@ -8,19 +8,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{29, "moe_post_all2all",
+                             "MoE combine: reverse chunk regrouping, all-to-all-v back, weight and scatter-add into "
+                             "token order",
+                             "Expert Parallel",
+                             "VeOmni tokens_post_all2all (Megatron-LM unpermute / sort_chunks_by_idxs)", "W divides 8"};
+
 using namespace pkb::blocks;
 
-class MoePostAll2All : public pkb::Problem {
+class MoePostAll2All : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{29, "moe_post_all2all",
-                                    "MoE combine: reverse chunk regrouping, all-to-all-v back, weight and scatter-add into token order",
-                                    "Expert Parallel",
-                                    "VeOmni tokens_post_all2all (Megatron-LM unpermute / sort_chunks_by_idxs)",
-                                    "W divides 8"};
-    return s;
-  }
-
   std::string check_world(int world) const override { return moe_experts_check(world); }
 
   // RNG order as published: one randperm(8) per token (its first two entries
@@ -31,11 +28,8 @@ class MoePostAll2All : public pkb::Problem {
   // routing_map, local_input_permutation_mapping, org_hidden_states_shape
   // (M then N), group.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    // As in 27, a remainder would go to the last entry of both split lists,
-    // which only the last rank can honour; refuse it instead of failing inside
-    // the exchange.
-    PKB_CHECK(2 * req.m % req.world == 0, "problem 29 needs W to divide 2M (M = ", req.m, ", W = ", req.world, ")");
-    auto opts = at::TensorOptions().device(req.device);
+    check_even_splits(req, 29);
+    auto opts = at::device(req.device);
     const int64_t m = req.m;
     at::Tensor picked = distinct_expert_picks(req);  // (M, 2), distinct experts
     at::Tensor routing_map = at::one_hot(picked, kNumExperts).sum(1).t().contiguous().to(at::kBool);  // (8, M)
@@ -72,13 +66,7 @@ class MoePostAll2All : public pkb::Problem {
     const at::Tensor& routing_weights = in.tensor(1);
     const at::Tensor& selected = in.tensor(2);
     const int64_t num_experts = in.integer(3);
-    std::vector<int64_t> in_splits(world), out_splits(world);
-    int64_t home_rows = 0;
-    for (int d = 0; d < world; ++d) {
-      in_splits[d] = in.integer(4 + d);
-      out_splits[d] = in.integer(4 + world + d);
-      home_rows += in_splits[d];
-    }
+    const SplitArgs splits = splits_at(in, 4, world);
     const size_t k = 4 + 2 * world;
     const at::Tensor& tokens_per_local_expert = in.tensor(k);
     const at::Tensor& routing_map = in.tensor(k + 1);
@@ -99,8 +87,8 @@ class MoePostAll2All : public pkb::Problem {
     // Sent back with the split lists swapped (receive input_splits, send output_splits).
     at::Tensor home = regrouped.contiguous();
     if (world > 1) {
-      home = at::empty({home_rows, regrouped.size(1)}, regrouped.options());
-      comm.all_to_all_single(home, regrouped.contiguous(), in_splits, out_splits);
+      home = at::empty({splits.in_rows, regrouped.size(1)}, regrouped.options());
+      comm.all_to_all_single(home, regrouped.contiguous(), splits.in, splits.out);
     }
 
     at::Tensor weights_idx = at::zeros({routing_weights.size(0), num_experts}, routing_weights.options());
@@ -119,11 +107,9 @@ class MoePostAll2All : public pkb::Problem {
     const at::Tensor& eo = in.tensor(0);
     const double rows = static_cast<double>(eo.size(0)), n = static_cast<double>(eo.size(1));
     const double e = static_cast<double>(eo.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * rows * n * e;
-    c.hbm_bytes_per_rank = rows * n * e + rows / 2.0 * n * e + rows * 8.0;
-    c.flops_per_rank = 2.0 * rows * n;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * rows * n * e,
+            /*hbm_bytes_per_rank=*/rows * n * e + rows / 2.0 * n * e + rows * 8.0,
+            /*flops_per_rank=*/2.0 * rows * n};
   }
 };
 

@@ -6,21 +6,18 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{30, "moe_epgroupgemm_lora_backward",
+                             "In-place sum all-reduce of three LoRA gradient tensors (shared LoRA across experts)",
+                             "Expert Parallel", "VeOmni EP group-GEMM LoRA backward", "any"};
+
 constexpr int64_t kLoraRank = 8;
 
-class MoeEpGroupGemmLoraBackward : public pkb::Problem {
+class MoeEpGroupGemmLoraBackward : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{30, "moe_epgroupgemm_lora_backward",
-                                    "In-place sum all-reduce of three LoRA gradient tensors (shared LoRA across experts)",
-                                    "Expert Parallel", "VeOmni EP group-GEMM LoRA backward", "any"};
-    return s;
-  }
-
   // RNG order as published: fc1_1's A, fc1_2's A, fc2's B (LoRA rank 8, in =
   // out features = N).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     in.add("grad_fc1_1_lora_A", at::randn({kLoraRank, req.n}, opts));
     in.add("grad_fc1_2_lora_A", at::randn({kLoraRank, req.n}, opts));
@@ -47,11 +44,9 @@ class MoeEpGroupGemmLoraBackward : public pkb::Problem {
       elems += static_cast<double>(in.tensor(i).numel());
     }
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * bytes;
-    c.hbm_bytes_per_rank = 2.0 * bytes;
-    c.flops_per_rank = (w - 1) / w * elems;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * bytes,
+            /*hbm_bytes_per_rank=*/2.0 * bytes,
+            /*flops_per_rank=*/(w - 1) / w * elems};
   }
 };
 

@@ -7,29 +7,24 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{32, "fused_moe_fwd_lora",
+                             "Same EP MoE forward as 31 with un-scaled LoRA adapters on all three expert projections",
+                             "Expert Parallel", "LoRA variant of the VeOmni / Megatron-LM style fused MoE (problem 31)",
+                             "W divides 8"};
+
 using namespace pkb::blocks;
 
 constexpr int64_t kLoraRank = 8;
 
-class FusedMoeFwdLora : public FusedMoeForward {
+class FusedMoeFwdLora : public pkb::ProblemWithSpec<kSpec, FusedMoeForward> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{32, "fused_moe_fwd_lora",
-                                    "Same EP MoE forward as 31 with un-scaled LoRA adapters on all three expert "
-                                    "projections",
-                                    "Expert Parallel",
-                                    "LoRA variant of the VeOmni / Megatron-LM style fused MoE (problem 31)",
-                                    "W divides 8"};
-    return s;
-  }
-
   // Inputs: add_router_and_experts, then the six LoRA factors from the
   // device's generator (lora_gate_A, lora_gate_B, lora_up_A, lora_up_B,
   // lora_down_A, lora_down_B), then num_experts, top_k, group.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in;
     add_router_and_experts(in, req, 32);
-    const auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    const auto opts = req.options();
     in.add("lora_gate_A", at::randn({kLoraRank, req.n}, opts));
     in.add("lora_gate_B", at::randn({kInterDim, kLoraRank}, opts));
     in.add("lora_up_A", at::randn({kLoraRank, req.n}, opts));
@@ -40,28 +35,15 @@ class FusedMoeFwdLora : public FusedMoeForward {
     return in;
   }
 
-  // Routing is data dependent; the model takes the mean load, R = 2M routed
-  // rows per rank, (W-1)/W of them remote. NVLink: the dispatch and the
-  // combine all-to-all each move (W-1)/W x 2M x N elements, plus the
-  // all-gather of 8 int64 counts from each of W-1 peers. HBM: hidden read,
-  // the R rows read by the experts and their R outputs written, the weights
-  // and LoRA factors read (3 x 128 x N + biases + 3 x 8 x (N + 128)), the
-  // output written. FLOPs: router 2·M·N·8, experts 3 x 2·R·N·128 plus the
-  // gate product, LoRA 2·R·(2·8·N + 2·8·128 + 8·128 + 8·N) plus the three
-  // adds 2·R·128 + R·N, combine 2·R·N.
+  // blocks/fused_moe.h's mean-load model, plus the LoRA factors read
+  // (3 x 8 x (N + 128)) and their FLOPs 2·R·(2·8·N + 2·8·128 + 8·128 + 8·N)
+  // with the three adds 2·R·128 + R·N.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& h = in.tensor(0);
-    const double m = static_cast<double>(h.size(0)), n = static_cast<double>(h.size(1));
-    const double e = static_cast<double>(h.element_size()), w = world, r = 2.0 * m;
-    const double weights = 3.0 * kInterDim * n + 2.0 * kInterDim + n + 3.0 * kLoraRank * (n + kInterDim);
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * r * n * e + (w - 1) * kNumExperts * 8.0;
-    c.hbm_bytes_per_rank = (m * n + 2.0 * r * n + weights + m * n) * e;
+    const double n = static_cast<double>(h.size(1)), r = 2.0 * static_cast<double>(h.size(0));
     const double lora = 2.0 * r * (2.0 * kLoraRank * n + 2.0 * kLoraRank * kInterDim + kLoraRank * kInterDim +
                                    kLoraRank * n) + 2.0 * r * kInterDim + r * n;
-    c.flops_per_rank =
-        2.0 * m * n * kNumExperts + 3.0 * 2.0 * r * n * kInterDim + r * kInterDim + lora + 2.0 * r * n;
-    return c;
+    return fused_moe_cost(world, in, 3.0 * kLoraRank * (n + kInterDim), lora);
   }
 
  protected:

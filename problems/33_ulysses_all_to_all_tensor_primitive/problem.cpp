@@ -8,18 +8,14 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{33, "ulysses_all_to_all_tensor_primitive",
+                             "Ulysses all-to-all: scatter rows, gather along columns (list all-to-all)",
+                             "Context Parallel", "VeOmni / verl Ulysses sequence-parallel comm helpers", "W divides M"};
+
 using namespace pkb::blocks;
 
-class UlyssesAllToAllTensor : public pkb::Problem {
+class UlyssesAllToAllTensor : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{33, "ulysses_all_to_all_tensor_primitive",
-                                    "Ulysses all-to-all: scatter rows, gather along columns (list all-to-all)",
-                                    "Context Parallel", "VeOmni / verl Ulysses sequence-parallel comm helpers",
-                                    "W divides M"};
-    return s;
-  }
-
   // Inputs: x (M, N) randn, scatter_dim 0, gather_dim 1, group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     // tensor_split gives unequal blocks when W does not divide M, and the
@@ -27,7 +23,7 @@ class UlyssesAllToAllTensor : public pkb::Problem {
     // like the first block); refuse that case here.
     PKB_CHECK(req.m % req.world == 0, "problem 33 needs W to divide M (M = ", req.m, ", W = ", req.world, ")");
     pkb::Inputs in;
-    in.add("x", at::randn({req.m, req.n}, at::TensorOptions().dtype(req.dtype).device(req.device)));
+    in.add("x", at::randn({req.m, req.n}, req.options()));
     in.add("scatter_dim", int64_t{0});
     in.add("gather_dim", int64_t{1});
     in.add("group", pkb::None{});

@@ -5,19 +5,15 @@
 
 namespace {
 
-class UlyssesAllGatherIntoTensor : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{34, "ulysses_all_gather_into_tensor_primitive",
-                                    "All-gather along dim 0 into one tensor", "Context Parallel",
-                                    "VeOmni / verl Ulysses sequence-parallel comm helpers", "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{34, "ulysses_all_gather_into_tensor_primitive", "All-gather along dim 0 into one tensor",
+                             "Context Parallel", "VeOmni / verl Ulysses sequence-parallel comm helpers", "any"};
 
+class UlyssesAllGatherIntoTensor : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // Inputs: x (M, N) randn, then the group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in;
-    in.add("x", at::randn({req.m, req.n}, at::TensorOptions().dtype(req.dtype).device(req.device)));
+    in.add("x", at::randn({req.m, req.n}, req.options()));
     in.add("group", pkb::None{});
     return in;
   }
@@ -40,11 +36,9 @@ class UlyssesAllGatherIntoTensor : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& x = in.tensor(0);
     const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * bytes;
-    c.hbm_bytes_per_rank = bytes + w * bytes;
-    c.flops_per_rank = 0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * bytes,
+            /*hbm_bytes_per_rank=*/bytes + w * bytes,
+            /*flops_per_rank=*/0};
   }
 };
 

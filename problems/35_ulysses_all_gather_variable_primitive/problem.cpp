@@ -6,21 +6,17 @@
 
 namespace {
 
-class UlyssesAllGatherVariable : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{35, "ulysses_all_gather_variable_primitive",
-                                    "All-gather of possibly different-size tensors (shapes exchanged first), "
-                                    "concatenated along a dim",
-                                    "Context Parallel", "VeOmni / verl Ulysses sequence-parallel comm helpers",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{35, "ulysses_all_gather_variable_primitive",
+                             "All-gather of possibly different-size tensors (shapes exchanged first), concatenated "
+                             "along a dim",
+                             "Context Parallel", "VeOmni / verl Ulysses sequence-parallel comm helpers", "any"};
 
+class UlyssesAllGatherVariable : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // Inputs: x (M, N) randn, gather_dim 0, group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in;
-    in.add("x", at::randn({req.m, req.n}, at::TensorOptions().dtype(req.dtype).device(req.device)));
+    in.add("x", at::randn({req.m, req.n}, req.options()));
     in.add("gather_dim", int64_t{0});
     in.add("group", pkb::None{});
     return in;
@@ -54,11 +50,9 @@ class UlyssesAllGatherVariable : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& x = in.tensor(0);
     const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * (bytes + 8.0 * x.dim());
-    c.hbm_bytes_per_rank = bytes + w * bytes;
-    c.flops_per_rank = 0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * (bytes + 8.0 * x.dim()),
+            /*hbm_bytes_per_rank=*/bytes + w * bytes,
+            /*flops_per_rank=*/0};
   }
 };
 

@@ -9,28 +9,20 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{36, "ulysses_gather_seq_scatter_heads",
+                             "Ulysses pre-attention all-to-all: gather the sequence, scatter heads", "Context Parallel",
+                             "VeOmni / verl gather_seq_scatter_heads", "W divides 8 (asserted)"};
+
 using namespace pkb::blocks;
 
-class UlyssesGatherSeqScatterHeads : public pkb::Problem {
+class UlyssesGatherSeqScatterHeads : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{36, "ulysses_gather_seq_scatter_heads",
-                                    "Ulysses pre-attention all-to-all: gather the sequence, scatter heads",
-                                    "Context Parallel", "VeOmni / verl gather_seq_scatter_heads",
-                                    "W divides 8 (asserted)"};
-    return s;
-  }
-
   std::string check_world(int world) const override { return ulysses_heads_check(world); }
 
-  // Inputs: x (B, T, 8, 64) randn with B = max(1, M/64), T = max(1, N/64),
-  // seq_dim 1, head_dim 2, group (None = WORLD), unpadded_dim_size 0.
+  // Inputs: ulysses_head_inputs (x (B, T, 8, 64) randn with B = max(1, M/64),
+  // T = max(1, N/64), seq_dim 1, head_dim 2, group None), unpadded_dim_size 0.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in;
-    in.add("x", ulysses_activations(req, 36, {kUlyssesHeads, kUlyssesHeadDim}));
-    in.add("seq_dim", int64_t{1});
-    in.add("head_dim", int64_t{2});
-    in.add("group", pkb::None{});
+    pkb::Inputs in = ulysses_head_inputs(req, 36);
     in.add("unpadded_dim_size", int64_t{0});
     return in;
   }
@@ -39,13 +31,7 @@ class UlyssesGatherSeqScatterHeads : public pkb::Problem {
     const int64_t world = comm.world_size();
     const int64_t seq_dim = in.integer(1), head_dim = in.integer(2), unpadded = in.integer(4);
     at::Tensor x = all_to_all_tensor(comm, in.tensor(0), /*scatter_dim=*/head_dim, /*gather_dim=*/seq_dim);
-    // Drop the padding the sequence got before it was sharded (never taken
-    // with the benchmark's inputs: unpadded_dim_size is 0).
-    if (unpadded != 0 && unpadded % world != 0) {
-      const int64_t padding = x.size(seq_dim) - unpadded;
-      x = x.narrow(seq_dim, 0, x.size(seq_dim) - padding);
-    }
-    return {x};
+    return {drop_seq_padding(x, seq_dim, unpadded, world)};
   }
 
   // (W-1)/W of x leaves and as much arrives; HBM: x read, the output written.

@@ -9,30 +9,19 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{37, "ulysses_gather_heads_scatter_seq",
+                             "Ulysses post-attention all-to-all: gather heads, scatter the sequence",
+                             "Context Parallel", "VeOmni / verl gather_heads_scatter_seq", "W divides 8 (asserted)"};
+
 using namespace pkb::blocks;
 
-class UlyssesGatherHeadsScatterSeq : public pkb::Problem {
+class UlyssesGatherHeadsScatterSeq : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{37, "ulysses_gather_heads_scatter_seq",
-                                    "Ulysses post-attention all-to-all: gather heads, scatter the sequence",
-                                    "Context Parallel", "VeOmni / verl gather_heads_scatter_seq",
-                                    "W divides 8 (asserted)"};
-    return s;
-  }
-
   std::string check_world(int world) const override { return ulysses_heads_check(world); }
 
   // Inputs: x (B, T, 8, 64) randn with B = max(1, M/64), T = max(1, N/64),
   // seq_dim 1, head_dim 2, group (None = WORLD).
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in;
-    in.add("x", ulysses_activations(req, 37, {kUlyssesHeads, kUlyssesHeadDim}));
-    in.add("seq_dim", int64_t{1});
-    in.add("head_dim", int64_t{2});
-    in.add("group", pkb::None{});
-    return in;
-  }
+  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override { return ulysses_head_inputs(req, 37); }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const int64_t world = comm.world_size();

@@ -10,19 +10,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{38, "ulysses_gather_seq_scatter_heads_qkv",
+                             "Ulysses all-to-all on a packed QKV projection: gather sequence, scatter heads inside "
+                             "each of Q, K, V",
+                             "Context Parallel", "VeOmni / verl gather_seq_scatter_heads_qkv",
+                             "W divides 8 (asserted)"};
+
 using namespace pkb::blocks;
 
-class UlyssesGatherSeqScatterHeadsQkv : public pkb::Problem {
+class UlyssesGatherSeqScatterHeadsQkv : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{38, "ulysses_gather_seq_scatter_heads_qkv",
-                                    "Ulysses all-to-all on a packed QKV projection: gather sequence, scatter heads "
-                                    "inside each of Q, K, V",
-                                    "Context Parallel", "VeOmni / verl gather_seq_scatter_heads_qkv",
-                                    "W divides 8 (asserted)"};
-    return s;
-  }
-
   std::string check_world(int world) const override { return ulysses_heads_check(world); }
 
   // Inputs: qkv_tensor (B, T, 3*8*64) randn with B = max(1, M/64),
@@ -60,12 +57,7 @@ class UlyssesGatherSeqScatterHeadsQkv : public pkb::Problem {
       out_shape.back() = proj / world;
       x = x.view(out_shape);
     }
-    // Never taken with the benchmark's inputs (unpadded_dim_size is None).
-    if (unpadded != 0 && unpadded % world != 0) {
-      const int64_t padding = x.size(seq_dim) - unpadded;
-      x = x.narrow(seq_dim, 0, x.size(seq_dim) - padding);
-    }
-    return {x};
+    return {drop_seq_padding(x, seq_dim, unpadded, world)};
   }
 
   // (W-1)/W of the tensor leaves and as much arrives; HBM: read once, the

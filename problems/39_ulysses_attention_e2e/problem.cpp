@@ -15,16 +15,14 @@
 
 namespace {
 
-class UlyssesAttentionE2e : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{39, "ulysses_attention_e2e",
-                                    "End-to-end Ulysses attention: QKV projection, all-to-alls, head-mixing attention, output projection",
-                                    "Context Parallel", "VeOmni / verl Ulysses sequence-parallel helpers (not stated)",
-                                    "W divides 8"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{39, "ulysses_attention_e2e",
+                             "End-to-end Ulysses attention: QKV projection, all-to-alls, head-mixing attention, output "
+                             "projection",
+                             "Context Parallel", "VeOmni / verl Ulysses sequence-parallel helpers (not stated)",
+                             "W divides 8"};
 
+class UlyssesAttentionE2e : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // The published input builder asserts 8 % W == 0 (8 heads).
   std::string check_world(int world) const override {
     return world >= 1 && 8 % world == 0 ? "" : "the world size must divide 8 (the number of heads)";
@@ -34,7 +32,7 @@ class UlyssesAttentionE2e : public pkb::Problem {
   // of 64, H = 512. Per-rank seed; RNG order: hidden_states, w_qkv, w_o (the
   // weights are drawn per rank, so they differ across ranks).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / req.world);
     const int64_t hidden = kHeads * kHeadDim;
@@ -102,11 +100,9 @@ class UlyssesAttentionE2e : public pkb::Problem {
     const double b = static_cast<double>(x.size(0)), s = static_cast<double>(x.size(1));
     const double h = static_cast<double>(x.size(2)), e = static_cast<double>(x.element_size()), w = world;
     const double hl = static_cast<double>(kHeads) / w, t = w * s;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * 4.0 * b * s * h * e;
-    c.hbm_bytes_per_rank = (4.0 * h * h + 12.0 * b * s * h) * e;
-    c.flops_per_rank = 2.0 * b * s * h * 3.0 * h + 4.0 * b * t * hl * hl * kHeadDim + 2.0 * b * s * h * h;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * 4.0 * b * s * h * e,
+            /*hbm_bytes_per_rank=*/(4.0 * h * h + 12.0 * b * s * h) * e,
+            /*flops_per_rank=*/2.0 * b * s * h * 3.0 * h + 4.0 * b * t * hl * hl * kHeadDim + 2.0 * b * s * h * h};
   }
 
  private:

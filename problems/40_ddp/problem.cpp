@@ -10,41 +10,33 @@
 // share (blocks/mlp_step.h, blocks/adam.h).
 #include "../blocks/adam.h"
 #include "../blocks/mlp_step.h"
+#include "../blocks/shared_seed_draw.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
 
+const pkb::ProblemSpec kSpec{40, "ddp", "One DDP training step of a 2-layer MLP with Adam", "Data Parallel",
+                             "hand-written PyTorch DDP step (broadcast from rank 0 + averaged gradients) with Adam",
+                             "any"};
+
 using namespace pkb::blocks;
 
-class Ddp : public pkb::Problem {
+class Ddp : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{40, "ddp", "One DDP training step of a 2-layer MLP with Adam",
-                                    "Data Parallel",
-                                    "hand-written PyTorch DDP step (broadcast from rank 0 + averaged gradients) with Adam",
-                                    "any"};
-    return s;
-  }
-
-  // Seeded with the rank term 0 on every rank; the MLP of mlp_dims drawn as
-  // add_mlp_batch_and_params; Adam moments zeros.
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
-  }
-
   // perturb_mlp_for_integrity (blocks/mlp_step.h): the first moments are
   // arguments 6-9, the second 10-13.
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in = draw(req, pkb::integrity_shared_seed(req));
+    pkb::Inputs in = SharedSeedDraw::make_integrity_inputs(req);
     perturb_mlp_for_integrity(in, req, 6, 10, 14);
     return in;
   }
 
-  // The published draw with `seed` in place of seed_for(id, 0, trial).
-  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+  // Seeded with the rank term 0 on every rank; the MLP of mlp_dims drawn as
+  // add_mlp_batch_and_params; Adam moments zeros.
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const override {
     at::manual_seed(seed);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const MlpDims d = mlp_dims(req, false);
     pkb::Inputs in;
     add_mlp_batch_and_params(in, req, d);
@@ -98,11 +90,9 @@ class Ddp : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const MlpCostTerms t = mlp_cost_terms(in);
     const double p = t.p, e = t.e, w = world;
-    pkb::Cost cst;
-    cst.nvlink_bytes_per_rank = 3.0 * p * e + 2.0 * (w - 1) / w * p * e;
-    cst.hbm_bytes_per_rank = 20.0 * p * e + t.batch_bytes;
-    cst.flops_per_rank = t.gemm_flops + 15.0 * p;
-    return cst;
+    return {/*nvlink_bytes_per_rank=*/3.0 * p * e + 2.0 * (w - 1) / w * p * e,
+            /*hbm_bytes_per_rank=*/20.0 * p * e + t.batch_bytes,
+            /*flops_per_rank=*/t.gemm_flops + 15.0 * p};
   }
 };
 

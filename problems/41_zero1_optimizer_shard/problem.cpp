@@ -8,30 +8,17 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{41, "zero1_optimizer_shard",
+                             "ZeRO-1 step: gradient all-reduce, Adam on a flat-index shard, parameter all-gather",
+                             "FSDP/ZeRO", "DeepSpeed ZeRO stage 1 (not stated)", "W not divisible by 3 or 19"};
+
 using namespace pkb::blocks;
 
-class Zero1OptimizerShard : public ZeroMlpStep {
+class Zero1OptimizerShard : public pkb::ProblemWithSpec<kSpec, ZeroMlpStep> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{41, "zero1_optimizer_shard",
-                                    "ZeRO-1 step: gradient all-reduce, Adam on a flat-index shard, parameter all-gather",
-                                    "FSDP/ZeRO", "DeepSpeed ZeRO stage 1 (not stated)", "W not divisible by 3 or 19"};
-    return s;
-  }
-
-  // P parameters of e bytes, a local batch of c rows: NVLink a broadcast of
-  // P·e, a bandwidth-optimal all-reduce 2(W-1)/W·P·e and an all-gather
-  // (W-1)/W·P·e; HBM ~ 10·P·e (flatten, broadcast, gradient and gather passes)
-  // + ~8·P/W·e (the sharded Adam) + the batch; FLOPs 6·c·(d_in·hidden +
-  // hidden·d_out) + ~15·P/W.
+  // zero_step_cost: the gradient all-reduced, then the parameters gathered.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const MlpCostTerms t = mlp_cost_terms(in);
-    const double p = t.p, e = t.e, w = world;
-    pkb::Cost cst;
-    cst.nvlink_bytes_per_rank = p * e + 2.0 * (w - 1) / w * p * e + (w - 1) / w * p * e;
-    cst.hbm_bytes_per_rank = 10.0 * p * e + 8.0 * p / w * e + t.batch_bytes;
-    cst.flops_per_rank = t.gemm_flops + 15.0 * p / w;
-    return cst;
+    return zero_step_cost(world, in, /*all_reduce=*/true);
   }
 
  protected:

@@ -5,30 +5,21 @@
 // blocks/adam.h's, rounded as published (bf16 after every op; NOTE [python
 // numbers], blocks/python_scalars.h).
 #include "../blocks/adam.h"
+#include "../blocks/shared_seed_draw.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
 namespace {
 
+const pkb::ProblemSpec kSpec{43, "fused_adam_grad_unshard_allgather",
+                             "Adam update on a sharded master weight, then all-gather of the updated shards",
+                             "FSDP/ZeRO", "ZeRO-3 / FSDP sharded optimizer step + parameter all-gather (not stated)",
+                             "any"};
+
 using namespace pkb::blocks;
 
-class FusedAdamGradUnshardAllgather : public pkb::Problem {
+class FusedAdamGradUnshardAllgather : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{43, "fused_adam_grad_unshard_allgather",
-                                    "Adam update on a sharded master weight, then all-gather of the updated shards",
-                                    "FSDP/ZeRO", "ZeRO-3 / FSDP sharded optimizer step + parameter all-gather (not stated)",
-                                    "any"};
-    return s;
-  }
-
-  // P = max(64, min(64·M, 4096)). Seeded with the rank term 0 on every rank:
-  // full_grad (P·W,) then full_master (P·W,), both randn; each rank keeps
-  // elements [r·P, (r+1)·P). Adam state zeros; step = 1 + (trial mod 7).
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::seed_for(spec().id, 0, req.trial));
-  }
-
   // NOTE [integrity trials] (pkb/integrity.h): the published draw under a
   // seed that every rank shares and every integrity draw changes, the refresh
   // in place included (re-seeding from req.trial, as published, gives the
@@ -38,7 +29,7 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
   // passed; here, after the draw, this rank's moments are 0.1·randn and
   // uniform in [0.01, 0.02) (sqrt(v) above |m|, as Adam's own) and lr = 0.05.
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in = draw(req, pkb::integrity_shared_seed(req));
+    pkb::Inputs in = SharedSeedDraw::make_integrity_inputs(req);
     at::manual_seed(req.seed);
     const at::Tensor& m0 = in.tensor(2);
     in.args()[2].value = at::randn(m0.sizes(), m0.options()) * 0.1;
@@ -47,10 +38,12 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
     return in;
   }
 
-  // The published draw with `seed` in place of seed_for(id, 0, trial).
-  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const {
+  // P = max(64, min(64·M, 4096)). Seeded with the rank term 0 on every rank:
+  // full_grad (P·W,) then full_master (P·W,), both randn; each rank keeps
+  // elements [r·P, (r+1)·P). Adam state zeros; step = 1 + (trial mod 7).
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const override {
     at::manual_seed(seed);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t p = std::max<int64_t>(64, std::min<int64_t>(req.m * 64, 4096));
     at::Tensor full_grad = at::randn({p * req.world}, opts);
     at::Tensor full_master = at::randn({p * req.world}, opts);
@@ -83,11 +76,9 @@ class FusedAdamGradUnshardAllgather : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& g = in.tensor(0);
     const double p = static_cast<double>(g.numel()), e = static_cast<double>(g.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * p * e;
-    c.hbm_bytes_per_rank = 4.0 * p * e + w * p * e;
-    c.flops_per_rank = 15.0 * p;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * p * e,
+            /*hbm_bytes_per_rank=*/4.0 * p * e + w * p * e,
+            /*flops_per_rank=*/15.0 * p};
   }
 
 };

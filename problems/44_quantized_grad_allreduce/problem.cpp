@@ -9,20 +9,17 @@
 
 namespace {
 
-class QuantizedGradAllreduce : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{44, "quantized_grad_allreduce",
-                                    "Block-wise int8 quantise-dequantise of a gradient, fp32 all-reduce, average",
-                                    "Data Parallel", "quantised gradient communication (DeepSpeed ZeRO++ style; not stated)",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{44, "quantized_grad_allreduce",
+                             "Block-wise int8 quantise-dequantise of a gradient, fp32 all-reduce, average",
+                             "Data Parallel", "quantised gradient communication (DeepSpeed ZeRO++ style; not stated)",
+                             "any"};
 
+class QuantizedGradAllreduce : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // n = max(M·N, 64·W) elements of randn (per-rank seed); block size
   // min(128, max(16, N/4)).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t n = std::max<int64_t>(req.m * req.n, 64 * req.world);
     const int64_t block = std::min<int64_t>(128, std::max<int64_t>(16, std::max<int64_t>(req.n / 4, 16)));
     pkb::Inputs in;
@@ -64,11 +61,9 @@ class QuantizedGradAllreduce : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& g = in.tensor(0);
     const double n = static_cast<double>(g.numel()), e = static_cast<double>(g.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * 4.0 * n;
-    c.hbm_bytes_per_rank = 2.0 * n * e + 2.0 * 4.0 * n;
-    c.flops_per_rank = 6.0 * n + (w - 1) / w * n;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * 4.0 * n,
+            /*hbm_bytes_per_rank=*/2.0 * n * e + 2.0 * 4.0 * n,
+            /*flops_per_rank=*/6.0 * n + (w - 1) / w * n};
   }
 };
 

@@ -8,17 +8,16 @@
 
 namespace {
 
-class ReduceScatterFusedRmsNorm : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{45, "reducescatter_fused_rmsnorm",
-                                    "Reduce-scatter of partial sums, average, then RMSNorm of the local rows",
-                                    "Tensor Parallel",
-                                    "Megatron-LM sequence parallel / TensorRT-LLM reduce-scatter + RMSNorm fusion (not stated)",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{
+    45,
+    "reducescatter_fused_rmsnorm",
+    "Reduce-scatter of partial sums, average, then RMSNorm of the local rows",
+    "Tensor Parallel",
+    "Megatron-LM sequence parallel / TensorRT-LLM reduce-scatter + RMSNorm fusion (not stated)",
+    "any"};
 
+class ReduceScatterFusedRmsNorm : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // hidden = max(32, min(N, 128)), rows = max(2, max(M, W) / max(W, 4)).
   // gamma first, seeded with the rank term 0 (identical on every rank); then a
   // re-seed with this rank's seed for the (rows·hidden·W,) partial sums.
@@ -37,7 +36,7 @@ class ReduceScatterFusedRmsNorm : public pkb::Problem {
 
   // The published draw: gamma from `shared_seed`, the partial sums from `rank_seed`.
   pkb::Inputs draw(const pkb::InputRequest& req, uint64_t shared_seed, uint64_t rank_seed) const {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t w = req.world;
     const int64_t hidden = std::max<int64_t>(32, std::min<int64_t>(req.n, 128));
     const int64_t rows = std::max<int64_t>(2, std::max<int64_t>(req.m, w) / std::max<int64_t>(w, 4));
@@ -83,11 +82,9 @@ class ReduceScatterFusedRmsNorm : public pkb::Problem {
     const at::Tensor& x = in.tensor(0);
     const double w = world, e = static_cast<double>(x.element_size());
     const double chunk = static_cast<double>(x.numel()) / w, hidden = static_cast<double>(in.tensor(1).numel());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * chunk * e;
-    c.hbm_bytes_per_rank = (w * chunk + chunk + hidden) * e;
-    c.flops_per_rank = (w - 1) * chunk + 6.0 * chunk;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * chunk * e,
+            /*hbm_bytes_per_rank=*/(w * chunk + chunk + hidden) * e,
+            /*flops_per_rank=*/(w - 1) * chunk + 6.0 * chunk};
   }
 };
 

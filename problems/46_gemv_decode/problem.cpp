@@ -10,24 +10,21 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{46, "gemv_decode", "Vocab-sharded LM-head GEMV (decode) with bias, then logits all-gather",
+                             "Tensor Parallel", "Megatron-style ColumnParallelLinear with gathered output (not stated)",
+                             "any"};
+
 using namespace pkb::blocks;
 
-class GemvDecode : public SharedSeedDraw {
+class GemvDecode : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{46, "gemv_decode", "Vocab-sharded LM-head GEMV (decode) with bias, then logits all-gather",
-                                    "Tensor Parallel", "Megatron-style ColumnParallelLinear with gathered output (not stated)",
-                                    "any"};
-    return s;
-  }
-
   // num_tokens = max(1, min(8, M/1024)), hidden = max(128, min(N, 4096)),
   // vocab = roundup(max(M, 1024·W), W), Vloc = vocab/W. Seed(46, 0, trial) on
   // every rank; RNG order: hidden_states, full weight, full bias; each rank
   // keeps rows [r·Vloc, (r+1)·Vloc).
   pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const override {
     at::manual_seed(seed);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t w = req.world;
     const int64_t tokens = std::max<int64_t>(1, std::min<int64_t>(8, req.m / 1024));
     const int64_t hidden = std::max<int64_t>(128, std::min<int64_t>(req.n, 4096));
@@ -63,11 +60,9 @@ class GemvDecode : public SharedSeedDraw {
     const double t = static_cast<double>(h.size(0)), hid = static_cast<double>(h.size(1));
     const double vloc = static_cast<double>(wt.size(0)), e = static_cast<double>(wt.element_size());
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * t * vloc * e;
-    c.hbm_bytes_per_rank = (vloc * hid + t * hid + vloc + w * t * vloc) * e;
-    c.flops_per_rank = 2.0 * t * hid * vloc + t * vloc;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * t * vloc * e,
+            /*hbm_bytes_per_rank=*/(vloc * hid + t * hid + vloc + w * t * vloc) * e,
+            /*flops_per_rank=*/2.0 * t * hid * vloc + t * vloc};
   }
 };
 

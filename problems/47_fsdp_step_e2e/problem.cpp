@@ -24,6 +24,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{47, "fsdp_step_e2e",
+                             "One FSDP training step of a 2-layer MLP: all-gather flat params, forward+backward, "
+                             "reduce-scatter grads, sharded AdamW update",
+                             "FSDP/ZeRO", "unknown (PyTorch FSDP / ZeRO-3-style flat-parameter sharding)", "any"};
+
 struct MlpShapes {
   int64_t d_in, hidden, d_out;
   int64_t numel() const { return hidden * d_in + hidden + d_out * hidden + d_out; }
@@ -43,21 +48,12 @@ int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 // `t / s` for a Python float s as CUDA computes it: t * fl32(1 / fl32(s)).
 double cuda_reciprocal(double s) { return static_cast<double>(1.0f / static_cast<float>(s)); }
 
-class FsdpStepE2e : public pkb::Problem {
+class FsdpStepE2e : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{47, "fsdp_step_e2e",
-                                    "One FSDP training step of a 2-layer MLP: all-gather flat params, "
-                                    "forward+backward, reduce-scatter grads, sharded AdamW update",
-                                    "FSDP/ZeRO", "unknown (PyTorch FSDP / ZeRO-3-style flat-parameter sharding)",
-                                    "any"};
-    return s;
-  }
-
   // seed(47, 0, trial) on every rank: full_X, full_y, then (rank 0 only) W1,
   // b1, W2, b2 randn; the other ranks' parameters are zeros.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t world = req.world, rank = req.rank;
     const int64_t n_total = round_up(std::max<int64_t>(req.m, world), world), chunk = n_total / world;
     const MlpShapes s = mlp_shapes(req.n, world);
@@ -198,11 +194,10 @@ class FsdpStepE2e : public pkb::Problem {
     const double c = static_cast<double>(x.size(0)), d_in = static_cast<double>(x.size(1));
     const double hidden = static_cast<double>(in.integer(3)), d_out = static_cast<double>(in.integer(6));
     const double p = static_cast<double>(in.tensor(2).numel()), total = p * w;
-    pkb::Cost cost;
-    cost.nvlink_bytes_per_rank = 2.0 * (w - 1) * p * e;
-    cost.hbm_bytes_per_rank = 4.0 * total * e + c * (d_in + d_out) * e + 2.0 * c * (hidden + d_out) * e + 7.0 * p * e;
-    cost.flops_per_rank = 6.0 * c * (d_in * hidden + hidden * d_out) + 15.0 * p;
-    return cost;
+    return {
+        /*nvlink_bytes_per_rank=*/2.0 * (w - 1) * p * e,
+        /*hbm_bytes_per_rank=*/4.0 * total * e + c * (d_in + d_out) * e + 2.0 * c * (hidden + d_out) * e + 7.0 * p * e,
+        /*flops_per_rank=*/6.0 * c * (d_in * hidden + hidden * d_out) + 15.0 * p};
   }
 };
 

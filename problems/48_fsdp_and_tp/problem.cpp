@@ -22,6 +22,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{48, "fsdp_and_tp",
+                             "2-D FSDP x TP SwiGLU MLP: FSDP all-gather of weight shards, TP column/row-parallel MLP, "
+                             "TP all-reduce",
+                             "FSDP/ZeRO", "unknown (generic 2-D FSDP + TP layout)", "(n_tp, n_fsdp) factorization"};
+
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // As published: the first n_tp in [2, W) with W % n_tp == 0 and W/n_tp >= 2, else (1, W).
@@ -31,20 +36,11 @@ std::pair<int64_t, int64_t> factor_tp_fsdp(int64_t world) {
   return {1, world};
 }
 
-class FsdpAndTp : public pkb::Problem {
+class FsdpAndTp : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{48, "fsdp_and_tp",
-                                    "2-D FSDP x TP SwiGLU MLP: FSDP all-gather of weight shards, TP column/row-parallel "
-                                    "MLP, TP all-reduce",
-                                    "FSDP/ZeRO", "unknown (generic 2-D FSDP + TP layout)",
-                                    "(n_tp, n_fsdp) factorization"};
-    return s;
-  }
-
   // seed(48, 0, trial) on every rank: full_x, full_W1, full_W2, full_W3, then sliced.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const auto [n_tp, n_fsdp] = factor_tp_fsdp(req.world);
     const int64_t tp_rank = req.rank % n_tp, fsdp_rank = req.rank / n_tp;
     const int64_t d = round_up(std::max<int64_t>(32, std::min<int64_t>(req.n, 256)), std::lcm(n_tp, n_fsdp));
@@ -97,11 +93,9 @@ class FsdpAndTp : public pkb::Problem {
     const double bf = static_cast<double>(x.size(0)), d = static_cast<double>(x.size(1));
     const double f = static_cast<double>(in.tensor(1).size(1));
     const double s = static_cast<double>(in.tensor(1).numel() + in.tensor(2).numel() + in.tensor(3).numel());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (n_fsdp - 1) * s * e + 2.0 * (n_tp - 1) / n_tp * bf * d * e;
-    c.hbm_bytes_per_rank = s * e + 2.0 * n_fsdp * s * e + bf * d * e + 6.0 * bf * f * e + bf * d * e;
-    c.flops_per_rank = 6.0 * bf * d * f + 5.0 * bf * f + (n_tp - 1) / n_tp * bf * d;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(n_fsdp - 1) * s * e + 2.0 * (n_tp - 1) / n_tp * bf * d * e,
+            /*hbm_bytes_per_rank=*/s * e + 2.0 * n_fsdp * s * e + bf * d * e + 6.0 * bf * f * e + bf * d * e,
+            /*flops_per_rank=*/6.0 * bf * d * f + 5.0 * bf * f + (n_tp - 1) / n_tp * bf * d};
   }
 
  private:

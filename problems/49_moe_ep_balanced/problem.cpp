@@ -3,34 +3,25 @@
 // SiLU-GLU MLP, weighted unpermute) is blocks/moe_ep.h's, over the world.
 #include "../blocks/moe_ep.h"
 
-#include <variant>
-
 namespace {
+
+const pkb::ProblemSpec kSpec{49, "moe_ep_balanced",
+                             "Expert-parallel MoE forward (router, permute, all-to-all dispatch, expert SiLU-GLU MLP, "
+                             "all-to-all combine, weighted unpermute) with one expert per rank",
+                             "Expert Parallel",
+                             "VeOmni / Megatron-LM MoE all-to-all token dispatcher (variant of PKB problem 31)",
+                             "W >= 2 (E = W)"};
 
 using namespace pkb::blocks;
 
-class MoeEpBalanced : public ExpertParallelMoe {
+class MoeEpBalanced : public pkb::ProblemWithSpec<kSpec, ExpertParallelMoe> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{
-        49, "moe_ep_balanced",
-        "Expert-parallel MoE forward (router, permute, all-to-all dispatch, expert SiLU-GLU MLP, all-to-all combine, "
-        "weighted unpermute) with one expert per rank",
-        "Expert Parallel", "VeOmni / Megatron-LM MoE all-to-all token dispatcher (variant of PKB problem 31)",
-        "W >= 2 (E = W)"};
-    return s;
-  }
-
   std::string check_world(int world) const override {
     return world >= 2 ? "" : "E = W experts with top-2 routing needs W >= 2";
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    PKB_CHECK(std::holds_alternative<pkb::None>(in.at(11).value) ||
-                  (std::holds_alternative<pkb::GroupRanks>(in.at(11).value) &&
-                   static_cast<int>(in.group(11).ranks.size()) == comm.world_size()),
-              "group must be None (the world)");
-    return {moe_forward(comm, pkb::kWorld, in)};
+    return {moe_forward_on_world(comm, in)};
   }
 
  protected:

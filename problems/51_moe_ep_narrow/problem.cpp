@@ -14,20 +14,17 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{51, "moe_ep_narrow",
+                             "MoE EP forward where the expert count is smaller than the world (EP subgroups, "
+                             "data-parallel replicas of the expert set)",
+                             "Expert Parallel",
+                             "VeOmni / Megatron-LM MoE all-to-all token dispatcher (variant of PKB problem 31)",
+                             "E = largest divisor of W in [2, W/2], else 1"};
+
 using namespace pkb::blocks;
 
-class MoeEpNarrow : public ExpertParallelMoe {
+class MoeEpNarrow : public pkb::ProblemWithSpec<kSpec, ExpertParallelMoe> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{
-        51, "moe_ep_narrow",
-        "MoE EP forward where the expert count is smaller than the world (EP subgroups, data-parallel replicas of the "
-        "expert set)",
-        "Expert Parallel", "VeOmni / Megatron-LM MoE all-to-all token dispatcher (variant of PKB problem 31)",
-        "E = largest divisor of W in [2, W/2], else 1"};
-    return s;
-  }
-
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     PKB_CHECK(std::holds_alternative<pkb::None>(in.at(11).value),
               "group must be None (the reference picks the EP subgroup)");

@@ -1,36 +1,27 @@
-// FP8 (e4m3) round trip of a flat gradient under delayed scaling (a rolling
-// 16-entry amax history, scale = max(history) / 448, Transformer Engine style),
-// then a bf16 sum reduce-scatter divided by the world size. The scale is per
-// rank (never synchronised). Rounding points follow the published reference:
-// the amax is exact, the history is bf16, the scale fp32, the quantisation a
-// true fp32 division by a 0-d tensor cast to e4m3 (round to nearest even).
-// Python-scalar divisions on CUDA are a multiplication by the fp32 reciprocal
-// (`/ 448.0`, `div_(world_size)`), reproduced here so CPU replay matches.
+// FP8 (e4m3) round trip of a flat gradient under delayed scaling
+// (blocks/fp8_delayed_scaling.h), then a bf16 sum reduce-scatter divided by
+// the world size. The scale is per rank (never synchronised). `div_(W)` on
+// CUDA is a multiplication by the fp32 reciprocal, reproduced here so CPU
+// replay matches.
+#include "../blocks/fp8_delayed_scaling.h"
 #include "pkb/problem.h"
 
 namespace {
 
-constexpr float kFp8Max = 448.0f;
-constexpr int64_t kHistory = 16;
+const pkb::ProblemSpec kSpec{52, "fp8_reduce_scatter_grads",
+                             "FP8 (E4M3) quantize/dequantize of a flat gradient with delayed-scaling amax history, "
+                             "then bf16 reduce-scatter mean",
+                             "FSDP/ZeRO", "unknown (Transformer Engine-style delayed fp8 scaling, FSDP grads)", "any"};
 
-class Fp8ReduceScatterGrads : public pkb::Problem {
+using namespace pkb::blocks;
+
+class Fp8ReduceScatterGrads : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{52, "fp8_reduce_scatter_grads",
-                                    "FP8 (E4M3) quantize/dequantize of a flat gradient with delayed-scaling amax "
-                                    "history, then bf16 reduce-scatter mean",
-                                    "FSDP/ZeRO", "unknown (Transformer Engine-style delayed fp8 scaling, FSDP grads)",
-                                    "any"};
-    return s;
-  }
-
   // seed(52, rank, trial): the gradient's randn; the history is a constant.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    const int64_t p = shard_elems(req.m);
     pkb::Inputs in;
-    in.add("flat_grads", at::randn({p * req.world}, at::TensorOptions().dtype(req.dtype).device(req.device)));
-    in.add("amax_history",
-           at::full({kHistory}, 1e-8, at::TensorOptions().dtype(at::kBFloat16).device(req.device)));
+    in.add("flat_grads", at::randn({fp8_shard_elems(req.m) * req.world}, req.options()));
+    in.add("amax_history", initial_amax_history(req));
     return in;
   }
 
@@ -52,24 +43,9 @@ class Fp8ReduceScatterGrads : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& g = in.tensor(0);
     const double n = static_cast<double>(g.numel()), e = static_cast<double>(g.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * n * e;
-    c.hbm_bytes_per_rank = 4.0 * n * e + n / w * e;
-    c.flops_per_rank = 5.0 * n + (w - 1) / w * n;
-    return c;
-  }
-
- private:
-  static int64_t shard_elems(int64_t m) { return std::max<int64_t>(64, std::min<int64_t>(64 * m, 4096)); }
-
-  // Returns (bf16 reconstruction, updated history).
-  static std::pair<at::Tensor, at::Tensor> fp8_round_trip(const at::Tensor& x, const at::Tensor& history) {
-    at::Tensor cur_abs_max = x.abs().max().to(at::kFloat);
-    at::Tensor hist = at::roll(history, {-1}, {0});
-    hist.select(0, hist.size(0) - 1).copy_(cur_abs_max);  // `out[-1] = cur.to(out.dtype)`
-    at::Tensor scale = at::clamp_min(hist.max(), 1e-12).to(at::kFloat) * static_cast<double>(1.0f / kFp8Max);
-    at::Tensor q = (x.to(at::kFloat) / scale).to(at::kFloat8_e4m3fn);
-    return {(q.to(at::kFloat) * scale).to(x.scalar_type()), hist};
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * n * e,
+            /*hbm_bytes_per_rank=*/4.0 * n * e + n / w * e,
+            /*flops_per_rank=*/5.0 * n + (w - 1) / w * n};
   }
 };
 

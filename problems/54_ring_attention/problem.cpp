@@ -15,31 +15,24 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{54, "ring_attention",
+                             "Causal ring attention forward (context parallel, contiguous sequence shards, KV rotated "
+                             "around a ring with log-sum-exp merging)",
+                             "Context Parallel",
+                             "zhuzilin ring-flash-attention (RingComm, sigmoid/log-sigmoid out/LSE update)",
+                             "W divides 8 (heads)"};
+
 using namespace pkb::blocks;
 
-constexpr int64_t kHeads = 8;
-constexpr int64_t kHeadDim = 64;
-
-class RingAttention : public pkb::Problem {
+class RingAttention : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{54,
-                                    "ring_attention",
-                                    "Causal ring attention forward (context parallel, contiguous sequence shards, KV "
-                                    "rotated around a ring with log-sum-exp merging)",
-                                    "Context Parallel",
-                                    "zhuzilin ring-flash-attention (RingComm, sigmoid/log-sigmoid out/LSE update)",
-                                    "W divides 8 (heads)"};
-    return s;
-  }
-
   std::string check_world(int world) const override { return ring_heads_check(world); }
 
   // RNG order as published: q, k, v (randn), each (B, S, 8, 64).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / req.world);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::Tensor q = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor k = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor v = at::randn({b, s, kHeads, kHeadDim}, opts);
@@ -77,11 +70,9 @@ class RingAttention : public pkb::Problem {
     const at::Tensor& q = in.tensor(0);
     const double b = q.size(0), s = q.size(1), h = q.size(2), d = q.size(3);
     const double x = b * s * h * d, e = static_cast<double>(q.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * 2.0 * x * e;
-    c.hbm_bytes_per_rank = w * (3.0 * x * e + 16.0 * b * h * s * s + 12.0 * x) + x * e;
-    c.flops_per_rank = w * 4.0 * b * h * s * s * d;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * 2.0 * x * e,
+            /*hbm_bytes_per_rank=*/w * (3.0 * x * e + 16.0 * b * h * s * s + 12.0 * x) + x * e,
+            /*flops_per_rank=*/w * 4.0 * b * h * s * s * d};
   }
 };
 

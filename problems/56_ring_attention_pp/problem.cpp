@@ -5,7 +5,7 @@
 // send/recv. Every rank returns its own stage's output.
 #include "../blocks/group_layout.h"
 #include "../blocks/ring_attention.h"
-#include "pkb/integrity.h"
+#include "../blocks/shared_seed_draw.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -18,50 +18,28 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{56, "ring_attention_pp",
+                             "Two-stage pipeline (P2P activation hand-off) where each stage is an attention layer with "
+                             "ring attention over its CP group",
+                             "Pipeline Parallel",
+                             "Megatron-style CP x PP layout (TP = DP = 1) with zhuzilin ring-flash-attention",
+                             "W = 1 or even (pp = 2, cp = W/2)"};
+
 using namespace pkb::blocks;
 
-constexpr int64_t kHeads = 8;
-constexpr int64_t kHeadDim = 64;
-
-class RingAttentionPp : public pkb::Problem {
+class RingAttentionPp : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{56,
-                                    "ring_attention_pp",
-                                    "Two-stage pipeline (P2P activation hand-off) where each stage is an attention "
-                                    "layer with ring attention over its CP group",
-                                    "Pipeline Parallel",
-                                    "Megatron-style CP x PP layout (TP = DP = 1) with zhuzilin ring-flash-attention",
-                                    "W = 1 or even (pp = 2, cp = W/2)"};
-    return s;
-  }
+  RingAttentionPp() : ProblemWithSpec(57) {}
 
-  std::string check_world(int world) const override {
-    if (world < 1) return "world size must be at least 1";
-    if (world % pp_size(world) != 0)
-      return "the published harness asserts world_size % pp_size == 0 with pp_size = min(2, W): W must be 1 or even";
-    return "";
-  }
+  std::string check_world(int world) const override { return second_axis_check(world, "pp"); }
 
-  // Seeds as published (42 + 57·1000 ..., note 57, not 56): hidden_states
+  // Seeds as published (seeded as problem 57: 42 + 57·1000 ...): hidden_states
   // from the CP index (identical across the two stages; only stage 0 uses
   // it), then w_qkv and w_o from the stage index, both bf16(randn · 0.02).
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, 42ull + 57ull * 1000 + 1000003ull * static_cast<uint64_t>(req.trial));
-  }
-
-  // NOTE [integrity trials] (pkb/integrity.h): the published draw under
-  // seeds that every integrity draw changes, the refresh in place included
-  // (re-seeding from req.trial, as published, gives the refresh the last
-  // trial's values again: a cache keyed on pointers passed). The CP and stage
-  // offsets stay, so the stages and CP ranks still share their tensors.
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::integrity_shared_seed(req));
-  }
-
-  // The published draw with `base` in place of 42 + 57·1000 + 1000003·trial.
-  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const {
-    const int64_t pp = pp_size(req.world), cp = req.world / pp;
+  // The integrity draws keep the CP and stage offsets, so the stages and CP
+  // ranks still share their tensors.
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const override {
+    const int64_t pp = second_axis_size(req.world), cp = req.world / pp;
     const int64_t cp_rank = req.rank % cp, pp_rank = req.rank / cp;
     pkb::Inputs in;
     add_attention_layer_inputs(in, req, cp, kHeads, base + static_cast<uint64_t>(cp_rank),
@@ -132,17 +110,12 @@ class RingAttentionPp : public pkb::Problem {
   }
 
  private:
-  static int64_t pp_size(int64_t world) { return std::min<int64_t>(2, world); }
-
   // Every rank creates every CP group, then every PP group, in the published
   // order; once per facade (the published harness builds them while making
   // the inputs, outside the timed call).
   void build_layout(pkb::Collectives& comm) const {
-    const int64_t world = comm.world_size(), pp = pp_size(world), cp = world / pp;
-    std::vector<std::vector<int64_t>> layout;
-    for (int64_t p = 0; p < pp; ++p) layout.push_back(iota(p * cp, 1, cp));
-    for (int64_t c = 0; c < cp; ++c) layout.push_back(iota(c, cp, pp));
-    layout_.build(comm, layout);
+    const int64_t world = comm.world_size(), pp = second_axis_size(world), cp = world / pp;
+    layout_.build(comm, rows_then_columns(pp, cp));
   }
 
   const GroupLayout layout_{"CP x PP", false};

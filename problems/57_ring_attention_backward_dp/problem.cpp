@@ -5,7 +5,7 @@
 // owner, as in zhuzilin's ring-flash-attention backward.
 #include "../blocks/group_layout.h"
 #include "../blocks/ring_attention.h"
-#include "pkb/integrity.h"
+#include "../blocks/shared_seed_draw.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -19,10 +19,14 @@
 
 namespace {
 
-using namespace pkb::blocks;
+const pkb::ProblemSpec kSpec{57, "ring_attention_backward_dp",
+                             "Ring-attention backward (dQ/dK/dV) over a CP group, followed by data-parallel gradient "
+                             "averaging",
+                             "Data Parallel",
+                             "zhuzilin ring-flash-attention backward; Megatron-style CP x DP layout (order cp-dp)",
+                             "W divides 8 (dp = 2, cp = W/2)"};
 
-constexpr int64_t kHeads = 8;
-constexpr int64_t kHeadDim = 64;
+using namespace pkb::blocks;
 
 // The block backward for local queries against a held K/V block, fp32.
 // lse is (B, H, S, 1). Returns dQ, dK, dV as (B, S, H, D) fp32.
@@ -91,44 +95,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ring_attn_backward(pkb::Collectiv
   return {dq.to(dtype), next_dk.to(k.scalar_type()), next_dv.to(v.scalar_type())};
 }
 
-class RingAttentionBackwardDp : public pkb::Problem {
+class RingAttentionBackwardDp : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{57,
-                                    "ring_attention_backward_dp",
-                                    "Ring-attention backward (dQ/dK/dV) over a CP group, followed by data-parallel "
-                                    "gradient averaging",
-                                    "Data Parallel",
-                                    "zhuzilin ring-flash-attention backward; Megatron-style CP x DP layout (order "
-                                    "cp-dp)",
-                                    "W divides 8 (dp = 2, cp = W/2)"};
-    return s;
-  }
+  RingAttentionBackwardDp() : ProblemWithSpec(58) {}
 
   std::string check_world(int world) const override { return ring_heads_check(world); }
 
-  // Seed as published: 42 + 58·1000 + 100·dp_idx + cp_idx + 1 000 003·trial
-  // (unique per rank); q, k, v, dout drawn in that order. out and
-  // softmax_lse come from the local q, k, v only (non-causal, fp32).
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, 42ull + 58ull * 1000 + 1000003ull * static_cast<uint64_t>(req.trial));
-  }
-
-  // NOTE [integrity trials] (pkb/integrity.h): the published draw under
-  // seeds that every integrity draw changes, the refresh in place included
-  // (re-seeding from req.trial, as published, gives the refresh the last
-  // trial's values again: a cache keyed on pointers passed).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, pkb::integrity_shared_seed(req));
-  }
-
-  // The published draw with `base` in place of 42 + 58·1000 + 1000003·trial.
-  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const {
+  // Seed as published (seeded as problem 58): 42 + 58·1000 + 100·dp_idx +
+  // cp_idx + 1 000 003·trial (unique per rank); q, k, v, dout drawn in that
+  // order. out and softmax_lse come from the local q, k, v only (non-causal,
+  // fp32).
+  pkb::Inputs draw(const pkb::InputRequest& req, uint64_t base) const override {
     const int64_t dp = dp_size(req.world), cp = req.world / dp;
     const int64_t cp_rank = req.rank % cp, dp_rank = req.rank / cp;
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / cp);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::manual_seed(base + 100ull * static_cast<uint64_t>(dp_rank) + static_cast<uint64_t>(cp_rank));
     at::Tensor q = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor k = at::randn({b, s, kHeads, kHeadDim}, opts);
@@ -194,12 +176,10 @@ class RingAttentionBackwardDp : public pkb::Problem {
     const double dp = std::holds_alternative<pkb::None>(in.at(9).value)
                           ? 1.0
                           : static_cast<double>(in.group(9).ranks.size());
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (cp - 1) * 2.0 * x * e + (cp > 1 ? cp * 2.0 * x * 4.0 : 0.0) +
-                              (dp > 1 ? 3.0 * 2.0 * (dp - 1) / dp * x * e : 0.0);
-    c.hbm_bytes_per_rank = cp * (5.0 * x * e + 32.0 * b * h * s * s + 24.0 * x);
-    c.flops_per_rank = cp * 10.0 * b * h * s * s * d;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(cp - 1) * 2.0 * x * e + (cp > 1 ? cp * 2.0 * x * 4.0 : 0.0) +
+                (dp > 1 ? 3.0 * 2.0 * (dp - 1) / dp * x * e : 0.0),
+            /*hbm_bytes_per_rank=*/cp * (5.0 * x * e + 32.0 * b * h * s * s + 24.0 * x),
+            /*flops_per_rank=*/cp * 10.0 * b * h * s * s * d};
   }
 
  private:
@@ -210,10 +190,7 @@ class RingAttentionBackwardDp : public pkb::Problem {
   void build_layout(pkb::Collectives& comm) const {
     const int64_t world = comm.world_size(), dp = dp_size(world), cp = world / dp;
     if (all_ranks_.count(&comm) == 0) all_ranks_.emplace(&comm, comm.new_group(iota(0, 1, world)));
-    std::vector<std::vector<int64_t>> layout;
-    for (int64_t c = 0; c < cp; ++c) layout.push_back(iota(c, cp, dp));
-    for (int64_t p = 0; p < dp; ++p) layout.push_back(iota(p * cp, 1, cp));
-    layout_.build(comm, layout);
+    layout_.build(comm, columns_then_rows(dp, cp));
   }
 
   mutable std::map<const pkb::Collectives*, pkb::Group> all_ranks_;

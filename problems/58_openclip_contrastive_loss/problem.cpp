@@ -11,25 +11,19 @@
 
 namespace {
 
-class OpenclipContrastiveLoss : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{58,
-                                    "openclip_contrastive_loss",
-                                    "SigLIP sigmoid contrastive loss with bidirectional neighbour exchange of text "
-                                    "features (no all-gather)",
-                                    "Data Parallel",
-                                    "OpenCLIP (SigLipLoss with bidirectional neighbour exchange)",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{58, "openclip_contrastive_loss",
+                             "SigLIP sigmoid contrastive loss with bidirectional neighbour exchange of text features "
+                             "(no all-gather)",
+                             "Data Parallel", "OpenCLIP (SigLipLoss with bidirectional neighbour exchange)", "any"};
 
+class OpenclipContrastiveLoss : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // RNG order as published: image then text (randn), each row then
   // L2-normalised as F.normalize does (bf16 norm, clamp, bf16 division).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     const int64_t bl = std::max<int64_t>(1, req.m / std::max(req.world, 1));
     const int64_t d = std::max<int64_t>(16, req.n);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::Tensor image = at::randn({bl, d}, opts);
     at::Tensor text = at::randn({bl, d}, opts);
     pkb::Inputs in;
@@ -112,11 +106,9 @@ class OpenclipContrastiveLoss : public pkb::Problem {
     const at::Tensor& img = in.tensor(0);
     const double bl = static_cast<double>(img.size(0)), d = static_cast<double>(img.size(1));
     const double e = static_cast<double>(img.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * bl * d * e;
-    c.hbm_bytes_per_rank = w * (2.0 * bl * d + 4.0 * bl * bl) * e;
-    c.flops_per_rank = w * (2.0 * bl * bl * d + 6.0 * bl * bl);
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * bl * d * e,
+            /*hbm_bytes_per_rank=*/w * (2.0 * bl * d + 4.0 * bl * bl) * e,
+            /*flops_per_rank=*/w * (2.0 * bl * bl * d + 6.0 * bl * bl)};
   }
 
  private:

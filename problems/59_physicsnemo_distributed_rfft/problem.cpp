@@ -13,23 +13,17 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{59, "physicsnemo_distributed_rfft",
+                             "2-D real-to-complex FFT of a width-sharded field via FFT -> all-to-all transpose -> FFT "
+                             "-> truncate",
+                             "Geometric/Spatial", "NVIDIA PhysicsNeMo (distributed FFT utilities)", "any"};
+
 using namespace pkb::blocks;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
-class PhysicsnemoDistributedRfft : public SharedSeedDraw {
+class PhysicsnemoDistributedRfft : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{59,
-                                    "physicsnemo_distributed_rfft",
-                                    "2-D real-to-complex FFT of a width-sharded field via FFT -> all-to-all "
-                                    "transpose -> FFT -> truncate",
-                                    "Geometric/Spatial",
-                                    "NVIDIA PhysicsNeMo (distributed FFT utilities)",
-                                    "any"};
-    return s;
-  }
-
   // Seeded with rank 0 on every rank (seed(59, 0, trial)): the full
   // (B, H, Wd) float32 field is identical everywhere; rank r keeps columns
   // [r·Wl, (r+1)·Wl). float32 regardless of the harness dtype.
@@ -39,7 +33,7 @@ class PhysicsnemoDistributedRfft : public SharedSeedDraw {
     const int64_t h = round_up(std::max<int64_t>(16, req.m), req.world);
     const int64_t wd = round_up(std::max<int64_t>(16, req.n), req.world);
     const int64_t wl = wd / req.world;
-    at::Tensor full = at::randn({b, h, wd}, at::TensorOptions().dtype(at::kFloat).device(req.device));
+    at::Tensor full = at::randn({b, h, wd}, req.options(at::kFloat));
     pkb::Inputs in;
     in.add("x", full.narrow(2, req.rank * wl, wl).contiguous());
     in.add("s.0", h);
@@ -88,11 +82,10 @@ class PhysicsnemoDistributedRfft : public SharedSeedDraw {
     const at::Tensor& x = in.tensor(0);
     const double b = x.size(0), h = x.size(1), wl = x.size(2), w = world, wd = wl * w;
     const double elems = b * h * wl;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * elems * 8.0;
-    c.hbm_bytes_per_rank = 4.0 * elems + 16.0 * elems + 32.0 * elems + 16.0 * elems + 8.0 * b * (h / w) * (wd / 2 + 1);
-    c.flops_per_rank = 5.0 * b * wl * h * std::log2(h) + 5.0 * b * (h / w) * wd * std::log2(wd);
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * elems * 8.0,
+            /*hbm_bytes_per_rank=*/4.0 * elems + 16.0 * elems + 32.0 * elems + 16.0 * elems +
+                8.0 * b * (h / w) * (wd / 2 + 1),
+            /*flops_per_rank=*/5.0 * b * wl * h * std::log2(h) + 5.0 * b * (h / w) * wd * std::log2(wd)};
   }
 };
 

@@ -15,23 +15,18 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{60, "physicsnemo_distributed_irfft",
+                             "Inverse 2-D real FFT of a row-sharded half-spectrum: Hermitian completion via "
+                             "all-gather, iFFT, all-to-all transpose, iFFT, real part",
+                             "Geometric/Spatial", "NVIDIA PhysicsNeMo (distributed irfft with conjugate padding)",
+                             "W divides 720"};
+
 using namespace pkb::blocks;
 
 constexpr int64_t kB = 2, kC = 10, kH = 720, kW = 1440;
 
-class PhysicsnemoDistributedIrfft : public SharedSeedDraw {
+class PhysicsnemoDistributedIrfft : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{60,
-                                    "physicsnemo_distributed_irfft",
-                                    "Inverse 2-D real FFT of a row-sharded half-spectrum: Hermitian completion via "
-                                    "all-gather, iFFT, all-to-all transpose, iFFT, real part",
-                                    "Geometric/Spatial",
-                                    "NVIDIA PhysicsNeMo (distributed irfft with conjugate padding)",
-                                    "W divides 720"};
-    return s;
-  }
-
   std::string check_world(int world) const override {
     if (world < 1 || kH % world != 0)
       return "the published harness asserts H (720) % world_size == 0: W must divide 720 (then it divides 1440)";
@@ -44,7 +39,7 @@ class PhysicsnemoDistributedIrfft : public SharedSeedDraw {
   pkb::Inputs draw(const pkb::InputRequest& req, uint64_t seed) const override {
     at::manual_seed(seed);
     const int64_t hl = kH / req.world;
-    at::Tensor x_real = at::randn({kB, kC, kH, kW}, at::TensorOptions().dtype(at::kFloat).device(req.device));
+    at::Tensor x_real = at::randn({kB, kC, kH, kW}, req.options(at::kFloat));
     at::Tensor x_full = at::fft_rfft2(x_real, at::IntArrayRef{kH, kW}, at::IntArrayRef{-2, -1}, "ortho");
     pkb::Inputs in;
     in.add("x", x_full.narrow(2, req.rank * hl, hl).contiguous());
@@ -118,11 +113,9 @@ class PhysicsnemoDistributedIrfft : public SharedSeedDraw {
     const double b = x.size(0), c = x.size(1), hl = x.size(2), w = world;
     const double h = static_cast<double>(in.integer(1)), wd = static_cast<double>(in.integer(2));
     const double l = b * c * hl * wd;
-    pkb::Cost cost;
-    cost.nvlink_bytes_per_rank = (w - 1) * l * 8.0 + (w - 1) / w * l * 8.0;
-    cost.hbm_bytes_per_rank = 3.0 * l * 8.0 + 4.0 * w * l * 8.0 + 6.0 * l * 8.0 + 2.0 * l * 8.0 + l * 4.0;
-    cost.flops_per_rank = 5.0 * b * c * hl * wd * std::log2(wd) + 5.0 * b * c * (wd / w) * h * std::log2(h);
-    return cost;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * l * 8.0 + (w - 1) / w * l * 8.0,
+            /*hbm_bytes_per_rank=*/3.0 * l * 8.0 + 4.0 * w * l * 8.0 + 6.0 * l * 8.0 + 2.0 * l * 8.0 + l * 4.0,
+            /*flops_per_rank=*/5.0 * b * c * hl * wd * std::log2(wd) + 5.0 * b * c * (wd / w) * h * std::log2(h)};
   }
 };
 

@@ -20,6 +20,12 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{62, "torchharmonics_spherical_convolution",
+                             "Distributed DISCO spherical convolution: azimuth all-to-all transposes, sparse psi "
+                             "contraction with longitude rolls, polar all-reduce, channel mixing",
+                             "Geometric/Spatial", "torch-harmonics (DistributedDiscreteContinuousConvS2)",
+                             "any (azimuth 2 if W even else 1; polar W/azimuth)"};
+
 constexpr int64_t kBatch = 32, kInChannels = 8, kOutChannels = 8, kKernel = 3, kGroups = 1;
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -40,18 +46,8 @@ std::vector<int64_t> split_shapes(int64_t size, int64_t chunks) {
 
 int64_t azimuth_size_for(int64_t world) { return world % 2 == 0 ? 2 : 1; }
 
-class TorchharmonicsSphericalConvolution : public pkb::Problem {
+class TorchharmonicsSphericalConvolution : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{62, "torchharmonics_spherical_convolution",
-                                    "Distributed DISCO spherical convolution: azimuth all-to-all transposes, sparse "
-                                    "psi contraction with longitude rolls, polar all-reduce, channel mixing",
-                                    "Geometric/Spatial",
-                                    "torch-harmonics (DistributedDiscreteContinuousConvS2)",
-                                    "any (azimuth 2 if W even else 1; polar W/azimuth)"};
-    return s;
-  }
-
   // Groups first (no RNG), then x, weight, bias and the psi values, as
   // published; psi's pattern is deterministic. Inputs: x, psi.indices (3, nnz)
   // int64, psi.values (nnz,) fp32, psi.size.0..2, weight, groups, nlon_out,
@@ -63,7 +59,7 @@ class TorchharmonicsSphericalConvolution : public pkb::Problem {
     const int64_t nlat_in = round_up(128, polar), nlon_in = round_up(2 * nlat_in, az);
     const int64_t nlat_out = nlat_in, nlon_out = nlon_in;
     const int64_t nlat_local = round_up(nlat_in, polar) / polar, nlon_local = round_up(nlon_in, az) / az;
-    auto f32 = at::TensorOptions().dtype(at::kFloat).device(req.device);
+    auto f32 = req.options(at::kFloat);
 
     at::Tensor x = at::randn({kBatch, kInChannels, nlat_local, nlon_local}, f32);
     at::Tensor weight = at::randn({kOutChannels, kInChannels / kGroups, kKernel}, f32);

@@ -9,24 +9,21 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{63, "deepmd_kalman_filter_optimizer",
+                             "Distributed layer-wise Kalman-filter optimizer step: global gain denominator via "
+                             "all-reduce, block updates, all-gather of weights",
+                             "Data Parallel", "DeePMD-kit (LKF optimizer __update step)", "any"};
+
 constexpr int64_t kBlocks = 8;
 constexpr int64_t kBlockSize = 1024;
 
-class DeepmdKalmanFilterOptimizer : public pkb::Problem {
+class DeepmdKalmanFilterOptimizer : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{63, "deepmd_kalman_filter_optimizer",
-                                    "Distributed layer-wise Kalman-filter optimizer step: global gain denominator "
-                                    "via all-reduce, block updates, all-gather of weights",
-                                    "Data Parallel", "DeePMD-kit (LKF optimizer __update step)", "any"};
-    return s;
-  }
-
   // RNG order as published: per block H (randn * 0.01) then w (randn), both
   // (1024, 1) float64, P = identity; then the 0-d error. Inputs: H.0..7,
   // error, weights.0..7, P.0..7, kalman_lambda, kalman_nue.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(at::kDouble).device(req.device);
+    auto opts = req.options(at::kDouble);
     std::vector<at::Tensor> H, w, P;
     for (int64_t b = 0; b < kBlocks; ++b) {
       H.push_back(at::randn({kBlockSize, 1}, opts) * 0.01);
@@ -147,11 +144,9 @@ class DeepmdKalmanFilterOptimizer : public pkb::Problem {
       w_elems += static_cast<double>(in.tensor(nb + 1 + b).numel());
     }
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * 8.0 + (w - 1) * (1.0 + nb) * 8.0 + (w - 1) * w_elems * 8.0;
-    c.hbm_bytes_per_rank = 3.0 * p_bytes + 4.0 * w_elems * 8.0 + w * w_elems * 8.0;
-    c.flops_per_rank = 8.0 * p_elems;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * 8.0 + (w - 1) * (1.0 + nb) * 8.0 + (w - 1) * w_elems * 8.0,
+            /*hbm_bytes_per_rank=*/3.0 * p_bytes + 4.0 * w_elems * 8.0 + w * w_elems * 8.0,
+            /*flops_per_rank=*/8.0 * p_elems};
   }
 
  private:

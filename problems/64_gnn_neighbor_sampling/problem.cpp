@@ -10,6 +10,12 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{64, "gnn_neighbor_sampling",
+                             "Distributed 2-hop neighbour sampling: route frontier nodes to their owner, sample there, "
+                             "reply, dedup/relabel",
+                             "Graph Parallel",
+                             "GNN distributed neighbour sampling (resembles PyG DistNeighborSampler; unknown)", "any"};
+
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 std::vector<int64_t> host_list(const at::Tensor& t) {
@@ -32,18 +38,8 @@ std::pair<at::Tensor, at::Tensor> expand_runs(const at::Tensor& starts, const at
   return {starts.index_select(0, owner) + within, owner};
 }
 
-class GnnNeighborSampling : public pkb::Problem {
+class GnnNeighborSampling : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{64, "gnn_neighbor_sampling",
-                                    "Distributed 2-hop neighbour sampling: route frontier nodes to their owner, "
-                                    "sample there, reply, dedup/relabel",
-                                    "Graph Parallel",
-                                    "GNN distributed neighbour sampling (resembles PyG DistNeighborSampler; unknown)",
-                                    "any"};
-    return s;
-  }
-
   // No randomness (the published builder seeds with rank 0 and draws
   // nothing). Inputs: seed_nodes, fanouts.0, fanouts.1, local_adj_row_ptr
   // (CSC colptr), local_adj_col (CSC row), node_to_rank, group (None),
@@ -52,7 +48,7 @@ class GnnNeighborSampling : public pkb::Problem {
     const int64_t world = req.world;
     const int64_t num_nodes = round_up(std::max<int64_t>(10000, std::min<int64_t>(req.m, 100000)), world);
     const int64_t degree = 16;
-    auto opts = at::TensorOptions().dtype(at::kLong).device(req.device);
+    auto opts = req.options(at::kLong);
     at::Tensor node_to_rank = at::arange(num_nodes, opts).remainder(world).contiguous();
     at::Tensor colptr = (at::arange(num_nodes + 1, opts) * degree).contiguous();
     at::Tensor node_ids = at::arange(num_nodes, opts).unsqueeze(1);
@@ -234,11 +230,9 @@ class GnnNeighborSampling : public pkb::Problem {
       node = next;
     }
     hbm += edges * 24.0 + static_cast<double>(node.numel()) * 8.0;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = nvlink;
-    c.hbm_bytes_per_rank = hbm;
-    c.flops_per_rank = 0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/nvlink,
+            /*hbm_bytes_per_rank=*/hbm,
+            /*flops_per_rank=*/0};
   }
 };
 

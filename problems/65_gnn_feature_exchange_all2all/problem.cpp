@@ -9,37 +9,28 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{65, "gnn_feature_exchange_all2all",
+                             "Gather rows of a local feature table by index, then a rank-shifted all-to-all",
+                             "Graph Parallel",
+                             "GNN feature exchange (DGL GraphBolt cooperative-minibatching all_to_all, inferred)",
+                             "any"};
+
 using namespace pkb::blocks;
 
-class GnnFeatureExchangeAll2All : public pkb::Problem {
+class GnnFeatureExchangeAll2All : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{65, "gnn_feature_exchange_all2all",
-                                    "Gather rows of a local feature table by index, then a rank-shifted all-to-all",
-                                    "Graph Parallel",
-                                    "GNN feature exchange (DGL GraphBolt cooperative-minibatching all_to_all, inferred)",
-                                    "any"};
-    return s;
-  }
-
   // RNG order as published: local_features' randn, then the index randint.
   // Inputs: local_features (S, hid), seed_inverse_ids (Tot,) int64,
   // counts_sent.0..W-1, counts_received.0..W-1, group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    const int64_t world = req.world;
-    const int64_t rows = std::max<int64_t>(64, std::min<int64_t>(req.m / world, 1024));
-    const int64_t hidden = std::max<int64_t>(8, std::min<int64_t>(req.n, 128));
-    const int64_t total = rows * world;
-    const int64_t seed_size = std::max<int64_t>(1, total * 3 / 4);
-    auto opts = at::TensorOptions().device(req.device);
-    at::Tensor features = at::randn({seed_size, hidden}, opts.dtype(req.dtype));
-    at::Tensor ids = at::randint(0, seed_size, {total}, opts.dtype(at::kLong));
+    const ExchangeSizes size = exchange_sizes(req);
+    const int64_t seed_size = std::max<int64_t>(1, size.total * 3 / 4);
+    at::Tensor features = at::randn({seed_size, size.hidden}, req.options());
+    at::Tensor ids = at::randint(0, seed_size, {size.total}, req.options(at::kLong));
     pkb::Inputs in;
     in.add("local_features", features);
     in.add("seed_inverse_ids", ids);
-    for (int64_t d = 0; d < world; ++d) in.add("counts_sent." + std::to_string(d), rows);
-    for (int64_t d = 0; d < world; ++d) in.add("counts_received." + std::to_string(d), rows);
-    in.add("group", pkb::None{});
+    add_uniform_counts(in, req.world, size.rows);
     return in;
   }
 
@@ -64,11 +55,9 @@ class GnnFeatureExchangeAll2All : public pkb::Problem {
     const double row_bytes = static_cast<double>(features.size(1)) * features.element_size();
     const double total = static_cast<double>(ids.numel());
     const double kept = static_cast<double>(in.integer(2 + world));
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (total - kept) * row_bytes;
-    c.hbm_bytes_per_rank = total * 8.0 + 2.0 * total * row_bytes;
-    c.flops_per_rank = 0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(total - kept) * row_bytes,
+            /*hbm_bytes_per_rank=*/total * 8.0 + 2.0 * total * row_bytes,
+            /*flops_per_rank=*/0};
   }
 };
 

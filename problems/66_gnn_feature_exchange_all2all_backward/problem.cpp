@@ -9,39 +9,29 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{66, "gnn_feature_exchange_all2all_backward",
+                             "Backward of 65: rank-shifted all-to-all of gradients, then scatter-add into seed rows "
+                             "(sparse COO x dense)",
+                             "Graph Parallel",
+                             "GNN feature exchange backward (DGL GraphBolt cooperative-minibatching, inferred)", "any"};
+
 using namespace pkb::blocks;
 
-class GnnFeatureExchangeAll2AllBackward : public pkb::Problem {
+class GnnFeatureExchangeAll2AllBackward : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{66, "gnn_feature_exchange_all2all_backward",
-                                    "Backward of 65: rank-shifted all-to-all of gradients, then scatter-add into "
-                                    "seed rows (sparse COO x dense)",
-                                    "Graph Parallel",
-                                    "GNN feature exchange backward (DGL GraphBolt cooperative-minibatching, inferred)",
-                                    "any"};
-    return s;
-  }
-
   // RNG order as published: grad_output's randn (fp32), then the index randint.
   // Inputs: grad_output (Tot, hid) fp32, seed_inverse_ids (Tot,) int64,
   // seed_size, counts_sent.0..W-1, counts_received.0..W-1, group (None).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    const int64_t world = req.world;
-    const int64_t rows = std::max<int64_t>(64, std::min<int64_t>(req.m / world, 1024));
-    const int64_t hidden = std::max<int64_t>(8, std::min<int64_t>(req.n, 128));
-    const int64_t total = rows * world;
-    const int64_t seed_size = std::max<int64_t>(1, total / 2);
-    auto opts = at::TensorOptions().device(req.device);
-    at::Tensor grad = at::randn({total, hidden}, opts.dtype(at::kFloat));
-    at::Tensor ids = at::randint(0, seed_size, {total}, opts.dtype(at::kLong));
+    const ExchangeSizes size = exchange_sizes(req);
+    const int64_t seed_size = std::max<int64_t>(1, size.total / 2);
+    at::Tensor grad = at::randn({size.total, size.hidden}, req.options(at::kFloat));
+    at::Tensor ids = at::randint(0, seed_size, {size.total}, req.options(at::kLong));
     pkb::Inputs in;
     in.add("grad_output", grad);
     in.add("seed_inverse_ids", ids);
     in.add("seed_size", seed_size);
-    for (int64_t d = 0; d < world; ++d) in.add("counts_sent." + std::to_string(d), rows);
-    for (int64_t d = 0; d < world; ++d) in.add("counts_received." + std::to_string(d), rows);
-    in.add("group", pkb::None{});
+    add_uniform_counts(in, req.world, size.rows);
     return in;
   }
 
@@ -73,11 +63,9 @@ class GnnFeatureExchangeAll2AllBackward : public pkb::Problem {
     const double e = grad.element_size();
     const double kept = static_cast<double>(in.integer(3));
     const double seed_size = static_cast<double>(in.integer(2));
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (rows - kept) * hid * e;
-    c.hbm_bytes_per_rank = 3.0 * rows * hid * e + rows * 8.0 + seed_size * hid * e;
-    c.flops_per_rank = rows * hid;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(rows - kept) * hid * e,
+            /*hbm_bytes_per_rank=*/3.0 * rows * hid * e + rows * 8.0 + seed_size * hid * e,
+            /*flops_per_rank=*/rows * hid};
   }
 };
 

@@ -7,19 +7,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{67, "gnn_sparse_embedding_all2all",
+                             "Push sparse (index, row) embedding updates to their owner rank (index mod W) with a "
+                             "variable all-to-all",
+                             "Graph Parallel", "GNN sparse embedding push (DGL NCCL sparse all-to-all, inferred)",
+                             "any"};
+
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-class GnnSparseEmbeddingAll2All : public pkb::Problem {
+class GnnSparseEmbeddingAll2All : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{67, "gnn_sparse_embedding_all2all",
-                                    "Push sparse (index, row) embedding updates to their owner rank (index mod W) "
-                                    "with a variable all-to-all",
-                                    "Graph Parallel",
-                                    "GNN sparse embedding push (DGL NCCL sparse all-to-all, inferred)", "any"};
-    return s;
-  }
-
   // RNG order as published: the index randint, then the values' randn.
   // Inputs: idx (nnz,) int64, value (nnz, hid), num_nodes, group (None).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
@@ -27,7 +24,7 @@ class GnnSparseEmbeddingAll2All : public pkb::Problem {
     const int64_t num_nodes = round_up(std::max<int64_t>(100000, req.m), world);
     const int64_t nnz = std::max<int64_t>(1024, std::min<int64_t>(req.m / world, 50000));
     const int64_t hidden = std::max<int64_t>(8, std::min<int64_t>(req.n, 128));
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     at::Tensor idx = at::randint(0, num_nodes, {nnz}, opts.dtype(at::kLong));
     at::Tensor value = at::randn({nnz, hidden}, opts.dtype(req.dtype));
     pkb::Inputs in;
@@ -78,11 +75,9 @@ class GnnSparseEmbeddingAll2All : public pkb::Problem {
     const double nnz = static_cast<double>(idx.numel());
     const double row = 8.0 + static_cast<double>(value.size(1)) * value.element_size();
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * nnz * row;
-    c.hbm_bytes_per_rank = 3.0 * nnz * row;
-    c.flops_per_rank = 0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * nnz * row,
+            /*hbm_bytes_per_rank=*/3.0 * nnz * row,
+            /*flops_per_rank=*/0};
   }
 };
 

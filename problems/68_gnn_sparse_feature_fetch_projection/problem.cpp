@@ -10,6 +10,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{68, "gnn_sparse_feature_fetch_projection",
+                             "Fetch embedding rows from a row-sharded 111M-node table via two all-to-alls (ids out, "
+                             "rows back), restore query order, project with a dense matrix",
+                             "Graph Parallel", "GNN distributed feature store lookup (unknown)", "any"};
+
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // The published table has max(111 000 000, M) rows at every base shape (at
@@ -25,16 +30,8 @@ std::vector<int64_t> host_list(const at::Tensor& t) {
   return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
 }
 
-class GnnSparseFeatureFetchProjection : public pkb::Problem, public pkb::FixedInputs {
+class GnnSparseFeatureFetchProjection : public pkb::ProblemWithSpec<kSpec>, public pkb::FixedInputs {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{68, "gnn_sparse_feature_fetch_projection",
-                                    "Fetch embedding rows from a row-sharded 111M-node table via two all-to-alls "
-                                    "(ids out, rows back), restore query order, project with a dense matrix",
-                                    "Graph Parallel", "GNN distributed feature store lookup (unknown)", "any"};
-    return s;
-  }
-
   // RNG order as published: the shard's randn, then the projection's randn
   // (different on every rank); the ids are deterministic. Inputs:
   // local_embedding_shard (shard, E), input_node_ids (Q,) int64,
@@ -45,7 +42,7 @@ class GnnSparseFeatureFetchProjection : public pkb::Problem, public pkb::FixedIn
     const int64_t total = round_up(std::max<int64_t>(base_rows, req.m), world);
     const int64_t shard = total / world;
     const int64_t embed = req.n >= 256 ? 256 : 128;
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     at::Tensor table = at::randn({shard, embed}, opts.dtype(req.dtype));
     at::Tensor proj = at::randn({embed, embed}, opts.dtype(req.dtype));
     const int64_t queries = std::max<int64_t>(20000, std::min<int64_t>(req.m / world, 200000));
@@ -132,11 +129,10 @@ class GnnSparseFeatureFetchProjection : public pkb::Problem, public pkb::FixedIn
     const double q = static_cast<double>(ids.numel()), e = table.element_size();
     const double embed = static_cast<double>(table.size(1)), out_dim = static_cast<double>(proj.size(1));
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * q * (8.0 + embed * e) + w * 8.0;
-    c.hbm_bytes_per_rank = 3.0 * q * 8.0 + 3.0 * q * embed * e + static_cast<double>(proj.nbytes()) + q * out_dim * e;
-    c.flops_per_rank = 2.0 * q * embed * out_dim;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * q * (8.0 + embed * e) + w * 8.0,
+            /*hbm_bytes_per_rank=*/3.0 * q * 8.0 + 3.0 * q * embed * e + static_cast<double>(proj.nbytes()) +
+                q * out_dim * e,
+            /*flops_per_rank=*/2.0 * q * embed * out_dim};
   }
 };
 

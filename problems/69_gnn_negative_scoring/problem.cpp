@@ -1,31 +1,29 @@
 // Link-prediction evaluation: every rank's positive and negative scores are
 // all-gathered (variable sizes, done as an all-to-all of the local block
 // repeated W times), then each positive is ranked among its negatives.
+#include "../blocks/cpu_order_on_replay.h"
 #include "pkb/problem.h"
-#include "pkb/published_on.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace {
 
-class GnnNegativeScoring : public pkb::Problem, public pkb::PublishedOn {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{69, "gnn_negative_scoring",
-                                    "All-gather (variable-size) of positive and negative link scores, then "
-                                    "per-positive ranking among its negatives",
-                                    "Graph Parallel",
-                                    "GNN link-prediction ranking (DGL-KE / PyG style, inferred)", "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{69, "gnn_negative_scoring",
+                             "All-gather (variable-size) of positive and negative link scores, then per-positive "
+                             "ranking among its negatives",
+                             "Graph Parallel", "GNN link-prediction ranking (DGL-KE / PyG style, inferred)", "any"};
 
+using namespace pkb::blocks;
+
+class GnnNegativeScoring : public pkb::ProblemWithSpec<kSpec, CpuOrderOnReplay> {
+ public:
   // RNG order as published: positives' randn, then negatives' randn.
   // Inputs: local_pos_scores (Pr,), local_neg_scores (Pr, Nneg), group (None).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     const int64_t pos = std::max<int64_t>(16, std::min<int64_t>(req.m / req.world, 1280)) + req.rank % 3;
     const int64_t neg = std::max<int64_t>(100, std::min<int64_t>(req.n, 1000));
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::Tensor p = at::randn({pos}, opts);
     at::Tensor n = at::randn({pos, neg}, opts);
     pkb::Inputs in;
@@ -33,15 +31,6 @@ class GnnNegativeScoring : public pkb::Problem, public pkb::PublishedOn {
     in.add("local_neg_scores", n);
     in.add("group", pkb::None{});
     return in;
-  }
-
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    return ranking(comm, in, /*cpu_order=*/false);
-  }
-
-  pkb::Outputs published_on(const std::string& recorded_on, pkb::Context& ctx, pkb::Collectives& comm,
-                            const pkb::Inputs& in) const override {
-    return ranking(comm, in, /*cpu_order=*/recorded_on == "cpu");
   }
 
   // NVLink: each rank receives every other rank's block (Pr_s·(1+Nneg)·e
@@ -54,11 +43,9 @@ class GnnNegativeScoring : public pkb::Problem, public pkb::PublishedOn {
     const double rows = static_cast<double>(neg.size(0)), cols = 1.0 + static_cast<double>(neg.size(1));
     const double e = neg.element_size(), w = world;
     const double block = rows * cols * e;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * block;
-    c.hbm_bytes_per_rank = 4.0 * w * block;
-    c.flops_per_rank = w * rows * cols * (4.0 + std::log2(cols));
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * block,
+            /*hbm_bytes_per_rank=*/4.0 * w * block,
+            /*flops_per_rank=*/w * rows * cols * (4.0 + std::log2(cols))};
   }
 
  private:
@@ -68,7 +55,7 @@ class GnnNegativeScoring : public pkb::Problem, public pkb::PublishedOn {
   // The CPU's unstable sort orders ties otherwise (the published code on the
   // CPU moves 23 of the 129 rows of the W = 2 recording); `cpu_order` uses it,
   // for replaying the Gloo recordings (NOTE [recording device] in pkb/published_on.h).
-  static pkb::Outputs ranking(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) {
+  pkb::Outputs forward(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) const override {
     at::Tensor pos = broadcast_data(comm, in.tensor(0));
     at::Tensor neg = broadcast_data(comm, in.tensor(1));
     at::Tensor scores = at::cat({pos.view({-1, 1}), neg}, 1);

@@ -10,6 +10,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{70, "torchrec_kjt_all2all",
+                             "KeyedJaggedTensor all-to-all for table-wise sharded embeddings: metadata all-to-all, "
+                             "lengths/values all-to-all, feature-major regrouping",
+                             "Other", "TorchRec (KJTAllToAll, _get_recat, permute_2D_sparse_data)", "any"};
+
 std::vector<int64_t> host_list(const at::Tensor& t) {
   at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
   return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
@@ -28,17 +33,8 @@ at::Tensor permute_segments(const at::Tensor& data, const std::vector<int64_t>& 
   return data.index_select(0, idx);
 }
 
-class TorchrecKjtAll2All : public pkb::Problem {
+class TorchrecKjtAll2All : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{70, "torchrec_kjt_all2all",
-                                    "KeyedJaggedTensor all-to-all for table-wise sharded embeddings: metadata "
-                                    "all-to-all, lengths/values all-to-all, feature-major regrouping",
-                                    "Other",
-                                    "TorchRec (KJTAllToAll, _get_recat, permute_2D_sparse_data)", "any"};
-    return s;
-  }
-
   // RNG order as published: the (F, B) lengths' randint, then the values'.
   // Inputs: lengths (F*B,) int64, values (sum of lengths,) int64,
   // key_splits.0..W-1, batch_size, pg (None). The published defaults
@@ -49,7 +45,7 @@ class TorchrecKjtAll2All : public pkb::Problem {
     int64_t features = 0;
     for (int64_t d = 0; d < world; ++d) features += key_splits[d] = 1 + d % 3;
     const int64_t batch = std::max<int64_t>(512, std::min<int64_t>(req.m / world, 1024));
-    auto opts = at::TensorOptions().dtype(at::kLong).device(req.device);
+    auto opts = req.options(at::kLong);
     at::Tensor lengths = at::randint(5, 21, {features, batch}, opts).reshape({-1}).contiguous();
     const int64_t total = lengths.sum().item<int64_t>();
     at::Tensor values = at::randint(0, 1000000, {total}, opts);
@@ -176,11 +172,9 @@ class TorchrecKjtAll2All : public pkb::Problem {
     const double len_bytes = static_cast<double>(in.tensor(0).numel()) * 8.0;
     const double val_bytes = static_cast<double>(in.tensor(1).numel()) * 8.0;
     const double w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * (len_bytes + val_bytes) + 3.0 * w * 8.0;
-    c.hbm_bytes_per_rank = 4.0 * (len_bytes + val_bytes);
-    c.flops_per_rank = 0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * (len_bytes + val_bytes) + 3.0 * w * 8.0,
+            /*hbm_bytes_per_rank=*/4.0 * (len_bytes + val_bytes),
+            /*flops_per_rank=*/0};
   }
 };
 

@@ -10,24 +10,19 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{71, "hyena_conv1d_boundary_exchange",
+                             "Causal depthwise conv1d on a zig-zag CP sequence with halo exchange", "Context Parallel",
+                             "Hyena (Savanna / Evo 2 context-parallel short conv, zig-zag halo exchange)", "any"};
+
 constexpr int64_t kChannels = 1024;
 constexpr int64_t kKernel = 7;
 constexpr int64_t kChunk = 1024;
 
-class HyenaConv1dBoundaryExchange : public pkb::Problem {
+class HyenaConv1dBoundaryExchange : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{71, "hyena_conv1d_boundary_exchange",
-                                    "Causal depthwise conv1d on a zig-zag CP sequence with halo exchange",
-                                    "Context Parallel",
-                                    "Hyena (Savanna / Evo 2 context-parallel short conv, zig-zag halo exchange)",
-                                    "any"};
-    return s;
-  }
-
   // Fixed shapes whatever the base shape. RNG order: x, weight (both per rank).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     in.add("x", at::randn({1, kChannels, 2 * kChunk}, opts));
     in.add("weight", at::randn({kChannels, 1, kKernel}, opts));
@@ -85,11 +80,9 @@ class HyenaConv1dBoundaryExchange : public pkb::Problem {
     const at::Tensor& w = in.tensor(1);
     const double e = static_cast<double>(x.element_size()), n = static_cast<double>(x.numel());
     const double k = static_cast<double>(w.size(-1)), c = static_cast<double>(x.size(1));
-    pkb::Cost cst;
-    cst.nvlink_bytes_per_rank = (world > 1 ? 2.0 : 0.0) * c * (k - 1) * e;
-    cst.hbm_bytes_per_rank = 2.0 * n * e + static_cast<double>(w.numel()) * e;
-    cst.flops_per_rank = 2.0 * k * n;
-    return cst;
+    return {/*nvlink_bytes_per_rank=*/(world > 1 ? 2.0 : 0.0) * c * (k - 1) * e,
+            /*hbm_bytes_per_rank=*/2.0 * n * e + static_cast<double>(w.numel()) * e,
+            /*flops_per_rank=*/2.0 * k * n};
   }
 };
 

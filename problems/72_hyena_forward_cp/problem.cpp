@@ -11,6 +11,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{72, "hyena_forward_cp",
+                             "Hyena operator with all-to-all context parallelism and a causal FFT long conv",
+                             "Context Parallel", "Hyena (Savanna / Evo 2 context-parallel Hyena: a2a + zig-zag)",
+                             "W divides 1024"};
+
 constexpr int64_t kChannels = 1024;
 constexpr int64_t kGroupDim = 1;
 constexpr int64_t kLocalSeq = 2048;
@@ -35,17 +40,8 @@ at::Tensor inverse_zigzag_indices(int64_t n, at::Device dev) {
   return at::argsort(idx);
 }
 
-class HyenaForwardCp : public pkb::Problem {
+class HyenaForwardCp : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{72, "hyena_forward_cp",
-                                    "Hyena operator with all-to-all context parallelism and a causal FFT long conv",
-                                    "Context Parallel",
-                                    "Hyena (Savanna / Evo 2 context-parallel Hyena: a2a + zig-zag)",
-                                    "W divides 1024"};
-    return s;
-  }
-
   std::string check_world(int world) const override {
     return world >= 1 && kChannels % world == 0 ? "" : "the world size must divide the 1024 channels (and groups)";
   }
@@ -53,8 +49,8 @@ class HyenaForwardCp : public pkb::Problem {
   // Fixed shapes. RNG order: x1, x2, v (per rank); h and the bias are
   // arithmetic (bf16 arange, then a bf16 division), the same on every rank.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    auto bf = at::TensorOptions().dtype(at::kBFloat16).device(req.device);
+    auto opts = req.options();
+    auto bf = req.options(at::kBFloat16);
     const int64_t groups = kChannels / kGroupDim;
     pkb::Inputs in;
     in.add("x1_seq", at::randn({1, kChannels, kLocalSeq}, opts));
@@ -101,11 +97,9 @@ class HyenaForwardCp : public pkb::Problem {
     const double e = static_cast<double>(x.element_size()), n = static_cast<double>(x.numel());
     const double w = world, c = static_cast<double>(x.size(1)), ls = static_cast<double>(x.size(2));
     const double cl = c / w, l = ls * w, fft = 2.0 * l;
-    pkb::Cost cst;
-    cst.nvlink_bytes_per_rank = 4.0 * (w - 1) / w * n * e;
-    cst.hbm_bytes_per_rank = 4.0 * n * e + cl * static_cast<double>(in.tensor(3).size(1)) * e;
-    cst.flops_per_rank = 3.0 * cl * 5.0 * fft * std::log2(fft) + 6.0 * cl * l;
-    return cst;
+    return {/*nvlink_bytes_per_rank=*/4.0 * (w - 1) / w * n * e,
+            /*hbm_bytes_per_rank=*/4.0 * n * e + cl * static_cast<double>(in.tensor(3).size(1)) * e,
+            /*flops_per_rank=*/3.0 * cl * 5.0 * fft * std::log2(fft) + 6.0 * cl * l};
   }
 
  private:

@@ -7,20 +7,16 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{73, "vocab_parallel_cross_entropy_loss",
+                             "Vocab-parallel cross-entropy forward (max, target-logit and sum-exp all-reduces)",
+                             "Vocab Parallel", "Megatron-LM (_VocabParallelCrossEntropy forward)", "W divides 512"};
+
 constexpr int64_t kBatch = 8;
 constexpr int64_t kSeq = 1024;
 constexpr int64_t kVocab = 512;
 
-class VocabParallelCrossEntropyLoss : public pkb::Problem {
+class VocabParallelCrossEntropyLoss : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{73, "vocab_parallel_cross_entropy_loss",
-                                    "Vocab-parallel cross-entropy forward (max, target-logit and sum-exp all-reduces)",
-                                    "Vocab Parallel", "Megatron-LM (_VocabParallelCrossEntropy forward)",
-                                    "W divides 512"};
-    return s;
-  }
-
   std::string check_world(int world) const override {
     return world >= 1 && kVocab % world == 0 ? "" : "the world size must divide the vocabulary size 512";
   }
@@ -28,10 +24,10 @@ class VocabParallelCrossEntropyLoss : public pkb::Problem {
   // Fixed shapes. RNG: the logits only; the targets are arithmetic, the same
   // on every rank, and shift with the trial.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     pkb::Inputs in;
     in.add("vocab_parallel_logits", at::randn({kBatch, kSeq, kVocab / req.world}, opts));
-    at::Tensor ids = at::arange(kBatch * kSeq, at::TensorOptions().dtype(at::kLong).device(req.device));
+    at::Tensor ids = at::arange(kBatch * kSeq, req.options(at::kLong));
     in.add("target", (ids * 13 + 7 + req.trial).remainder(kVocab).reshape({kBatch, kSeq}));
     in.add("group", pkb::None{});
     return in;
@@ -70,11 +66,9 @@ class VocabParallelCrossEntropyLoss : public pkb::Problem {
     const at::Tensor& l = in.tensor(0);
     const double e = static_cast<double>(l.element_size()), n = static_cast<double>(l.numel());
     const double rows = static_cast<double>(in.tensor(1).numel()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 3.0 * 2.0 * (w - 1) / w * rows * e;
-    c.hbm_bytes_per_rank = 2.0 * n * e + rows * 8.0 + rows * e;
-    c.flops_per_rank = 3.0 * n;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/3.0 * 2.0 * (w - 1) / w * rows * e,
+            /*hbm_bytes_per_rank=*/2.0 * n * e + rows * 8.0 + rows * e,
+            /*flops_per_rank=*/3.0 * n};
   }
 };
 

@@ -4,12 +4,19 @@
 // recurrence step by step in the published order, then keeps its own slice.
 // Layout (catalog §0.5) for W >= 4 even: TP pairs {2c, 2c+1}, CP groups
 // {t, t+2, t+4, ...}; otherwise CP = world and no TP.
+#include "../blocks/delta_rule.h"
 #include "../blocks/group_layout.h"
 #include <map>
 
 #include "pkb/problem.h"
 
 namespace {
+
+const pkb::ProblemSpec kSpec{74, "fla_kimi_delta_attention_cp_tp",
+                             "Kimi Delta Attention with a CP sequence all-gather and a TP output all-reduce",
+                             "Tensor Parallel",
+                             "FLA (flash-linear-attention) Kimi Delta Attention with context parallelism",
+                             "any (tp = 2 if W >= 4 and even, else CP only)"};
 
 using namespace pkb::blocks;
 
@@ -62,37 +69,19 @@ at::Tensor kda_forward(const at::Tensor& q, const at::Tensor& k, const at::Tenso
   decay = decay.permute({0, 2, 1, 3}).contiguous().reshape({bh, seq_len, key_dim});
   beta = beta.permute({0, 2, 1}).contiguous().reshape({bh, seq_len});
 
-  at::Tensor state = at::zeros({bh, key_dim, value_dim}, qf.options());
-  at::Tensor output = at::empty({bh, seq_len, value_dim}, qf.options());
-  for (int64_t step = 0; step < seq_len; ++step) {
-    at::Tensor q_t = qf.select(1, step), k_t = kf.select(1, step), v_t = vf.select(1, step);
-    state = decay.select(1, step).unsqueeze(-1) * state;
-    at::Tensor projected = at::bmm(k_t.unsqueeze(1), state).squeeze(1);
-    at::Tensor update = (v_t - projected) * beta.select(1, step).unsqueeze(-1);
-    state = state + k_t.unsqueeze(-1) * update.unsqueeze(1);
-    output.select(1, step).copy_(at::bmm(q_t.unsqueeze(1), state).squeeze(1));
-  }
+  at::Tensor output = delta_rule_recurrence(qf, kf, vf, decay, beta);
   output = output.reshape({batch, heads, seq_len, value_dim}).permute({0, 2, 1, 3}).contiguous();
   return output.to(out_dtype);
 }
 
-class FlaKimiDeltaAttentionCpTp : public pkb::Problem {
+class FlaKimiDeltaAttentionCpTp : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{74, "fla_kimi_delta_attention_cp_tp",
-                                    "Kimi Delta Attention with a CP sequence all-gather and a TP output all-reduce",
-                                    "Tensor Parallel",
-                                    "FLA (flash-linear-attention) Kimi Delta Attention with context parallelism",
-                                    "any (tp = 2 if W >= 4 and even, else CP only)"};
-    return s;
-  }
-
   // Fixed shapes. RNG order q, k, v, g, beta (per rank, TP partners too);
   // a_log and dt_bias are bf16 linspaces. Groups: the CP group then the TP
   // group (None without TP), as published.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    auto bf = at::TensorOptions().dtype(at::kBFloat16).device(req.device);
+    auto opts = req.options();
+    auto bf = req.options(at::kBFloat16);
     pkb::Inputs in;
     in.add("q", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts));
     in.add("k", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts));
@@ -149,12 +138,10 @@ class FlaKimiDeltaAttentionCpTp : public pkb::Problem {
     const at::Tensor& v = in.tensor(2);
     const double full_out = static_cast<double>(v.numel()) * cp;
     const double l = static_cast<double>(v.size(1)) * cp;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (cp - 1) * shard * e + (has_tp ? full_out * e : 0.0);
-    c.hbm_bytes_per_rank = 2.0 * cp * shard * e + full_out * e;
-    c.flops_per_rank = 6.0 * l * static_cast<double>(v.size(2)) * static_cast<double>(in.tensor(0).size(3)) *
-                       static_cast<double>(v.size(3));
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(cp - 1) * shard * e + (has_tp ? full_out * e : 0.0),
+            /*hbm_bytes_per_rank=*/2.0 * cp * shard * e + full_out * e,
+            /*flops_per_rank=*/6.0 * l * static_cast<double>(v.size(2)) * static_cast<double>(in.tensor(0).size(3)) *
+                static_cast<double>(v.size(3))};
   }
 
  private:
@@ -162,10 +149,7 @@ class FlaKimiDeltaAttentionCpTp : public pkb::Problem {
   // order (_build_tp_cp_groups); once per facade.
   void build_layout(pkb::Collectives& comm) const {
     const int64_t world = comm.world_size(), cp = world / 2;
-    std::vector<std::vector<int64_t>> layout;
-    for (int64_t c = 0; c < cp; ++c) layout.push_back(iota(c * 2, 1, 2));
-    for (int64_t t = 0; t < 2; ++t) layout.push_back(iota(t, 2, cp));
-    layout_.build(comm, layout);
+    layout_.build(comm, rows_then_columns(cp, 2));
   }
 
   const GroupLayout layout_{"TP x CP", true};

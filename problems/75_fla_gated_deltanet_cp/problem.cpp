@@ -4,9 +4,15 @@
 // rule recurrence for its heads step by step (the published order: decay the
 // state, project k, delta update, read out with q), and an all-to-all returns
 // the sequence shards.
+#include "../blocks/delta_rule.h"
 #include "pkb/problem.h"
 
 namespace {
+
+const pkb::ProblemSpec kSpec{75, "fla_gated_deltanet_cp",
+                             "Gated DeltaNet recurrence with Ulysses-style (all-to-all) context parallelism",
+                             "Context Parallel", "FLA (flash-linear-attention) Gated DeltaNet with context parallelism",
+                             "any (H = roundup(6, W) heads)"};
 
 constexpr int64_t kLocalSeq = 64;
 constexpr int64_t kKeyDim = 256;
@@ -70,36 +76,19 @@ at::Tensor gated_delta_recurrent(at::Tensor q, at::Tensor k, at::Tensor v, const
   decay = decay.reshape({bh, seq_len});
   beta = beta.reshape({bh, seq_len});
 
-  at::Tensor state = at::zeros({bh, key_dim, value_dim}, q.options());
-  at::Tensor output = at::empty({bh, seq_len, value_dim}, q.options());
-  for (int64_t step = 0; step < seq_len; ++step) {
-    at::Tensor q_t = q.select(1, step), k_t = k.select(1, step), v_t = v.select(1, step);
-    state = state * decay.select(1, step).view({bh, 1, 1});
-    at::Tensor projected = at::bmm(k_t.unsqueeze(1), state).squeeze(1);
-    at::Tensor update = (v_t - projected) * beta.select(1, step).unsqueeze(-1);
-    state = state + k_t.unsqueeze(-1) * update.unsqueeze(1);
-    output.select(1, step).copy_(at::bmm(q_t.unsqueeze(1), state).squeeze(1));
-  }
+  at::Tensor output = pkb::blocks::delta_rule_recurrence(q, k, v, decay, beta);
   output = output.reshape({batch, value_heads, seq_len, value_dim}).permute({0, 2, 1, 3}).contiguous();
   return output.to(out_dtype);
 }
 
-class FlaGatedDeltanetCp : public pkb::Problem {
+class FlaGatedDeltanetCp : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{75, "fla_gated_deltanet_cp",
-                                    "Gated DeltaNet recurrence with Ulysses-style (all-to-all) context parallelism",
-                                    "Context Parallel", "FLA (flash-linear-attention) Gated DeltaNet with context parallelism",
-                                    "any (H = roundup(6, W) heads)"};
-    return s;
-  }
-
   // Fixed shapes; H = roundup(6, W). RNG order: q, k, v, gate, beta (beta =
   // bf16 sigmoid of a bf16 randn); a_log and dt_bias are linspaces over all H
   // heads, sliced to this rank's heads.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
-    auto bf = at::TensorOptions().dtype(at::kBFloat16).device(req.device);
+    auto opts = req.options();
+    auto bf = req.options(at::kBFloat16);
     const int64_t h = heads_for(req.world), hl = h / req.world;
     pkb::Inputs in;
     in.add("q", at::randn({1, kLocalSeq, h, kKeyDim}, opts));
@@ -135,11 +124,10 @@ class FlaGatedDeltanetCp : public pkb::Problem {
     const at::Tensor& v = in.tensor(2);
     const double out_elems = static_cast<double>(v.numel());
     const double hl = static_cast<double>(in.tensor(5).numel()), l = static_cast<double>(v.size(1)) * w;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * (in_elems + out_elems) * e;
-    c.hbm_bytes_per_rank = (in_elems + out_elems) * e;
-    c.flops_per_rank = 6.0 * l * hl * static_cast<double>(in.tensor(0).size(3)) * static_cast<double>(v.size(3));
-    return c;
+    return {
+        /*nvlink_bytes_per_rank=*/(w - 1) / w * (in_elems + out_elems) * e,
+        /*hbm_bytes_per_rank=*/(in_elems + out_elems) * e,
+        /*flops_per_rank=*/6.0 * l * hl * static_cast<double>(in.tensor(0).size(3)) * static_cast<double>(v.size(3))};
   }
 };
 

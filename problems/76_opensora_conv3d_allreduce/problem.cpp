@@ -9,6 +9,10 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{76, "opensora_conv3d_allreduce",
+                             "Conv3d with input channels split across ranks, all-reduce of the partials, then bias",
+                             "Tensor Parallel", "Open-Sora (channel-chunked Conv3d for the VAE / TP)", "W divides 512"};
+
 constexpr int64_t kTime = 19;
 constexpr int64_t kHeight = 66;
 constexpr int64_t kWidth = 66;
@@ -22,16 +26,8 @@ int64_t out_channels_for(int world) {
   return 512;
 }
 
-class OpensoraConv3dAllreduce : public pkb::Problem {
+class OpensoraConv3dAllreduce : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{76, "opensora_conv3d_allreduce",
-                                    "Conv3d with input channels split across ranks, all-reduce of the partials, then bias",
-                                    "Tensor Parallel", "Open-Sora (channel-chunked Conv3d for the VAE / TP)",
-                                    "W divides 512"};
-    return s;
-  }
-
   // The published builder falls back to Cout = 512 when none of 512, 256, 128
   // is divisible, and then Cout / W truncates: only W | 512 gives a real split.
   std::string check_world(int world) const override {
@@ -40,7 +36,7 @@ class OpensoraConv3dAllreduce : public pkb::Problem {
 
   // Fixed shapes. RNG order: input, weight (per rank); the bias is a linspace.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t cout = out_channels_for(req.world), cin = cout / req.world;
     pkb::Inputs in;
     in.add("input", at::randn({1, cin, kTime, kHeight, kWidth}, opts));
@@ -83,11 +79,9 @@ class OpensoraConv3dAllreduce : public pkb::Problem {
     const double pos = static_cast<double>((x.size(2) - w.size(2) + 1) * (x.size(3) - w.size(3) + 1) *
                                            (x.size(4) - w.size(4) + 1));
     const double out = cout * pos;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (wd - 1) / wd * out * e;
-    c.hbm_bytes_per_rank = static_cast<double>(x.numel() + w.numel()) * e + 2.0 * out * e;
-    c.flops_per_rank = 2.0 * cout * cin * kvol * pos;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (wd - 1) / wd * out * e,
+            /*hbm_bytes_per_rank=*/static_cast<double>(x.numel() + w.numel()) * e + 2.0 * out * e,
+            /*flops_per_rank=*/2.0 * cout * cin * kvol * pos};
   }
 };
 

@@ -13,6 +13,10 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{78, "magi1_tile_parallel_vae_decode",
+                             "Tile-parallel VAE decode: tiles dealt by size, decoded, all-gathered, blended, stitched",
+                             "Geometric/Spatial", "MAGI-1 (SandAI) tile-parallel VAE decode", "any"};
+
 struct Layout {
   int64_t tile_t, tile_h, tile_w;        // latent tile extents
   int64_t stride_t, stride_h, stride_w;
@@ -76,18 +80,11 @@ at::Tensor blend(const at::Tensor& prev, at::Tensor cur, int64_t extent, int64_t
   return cur;
 }
 
-class Magi1TileParallelVaeDecode : public pkb::Problem {
+class Magi1TileParallelVaeDecode : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{78, "magi1_tile_parallel_vae_decode",
-                                    "Tile-parallel VAE decode: tiles dealt by size, decoded, all-gathered, blended, stitched",
-                                    "Geometric/Spatial", "MAGI-1 (SandAI) tile-parallel VAE decode", "any"};
-    return s;
-  }
-
   // Fixed shapes. z is always bf16 (whatever the harness dtype), per rank.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto bf = at::TensorOptions().dtype(at::kBFloat16).device(req.device);
+    auto bf = req.options(at::kBFloat16);
     pkb::Inputs in;
     in.add("z", at::randn({1, 16, 6, 90, 90}, bf));
     in.add("tile_latent_min_length", int64_t{3});
@@ -191,11 +188,10 @@ class Magi1TileParallelVaeDecode : public pkb::Problem {
                  std::min(ww, static_cast<double>(l.keep_w));
     }
     const double wd = world, e = 2.0;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (wd - 1) / wd * (decoded + blended) * e;
-    c.hbm_bytes_per_rank = static_cast<double>(z.nbytes()) + (2.0 * decoded + 2.0 * blended) * e / wd + blended * e;
-    c.flops_per_rank = (8.0 * decoded + 3.0 * decoded) / wd;
-    return c;
+    return {
+        /*nvlink_bytes_per_rank=*/(wd - 1) / wd * (decoded + blended) * e,
+        /*hbm_bytes_per_rank=*/static_cast<double>(z.nbytes()) + (2.0 * decoded + 2.0 * blended) * e / wd + blended * e,
+        /*flops_per_rank=*/(8.0 * decoded + 3.0 * decoded) / wd};
   }
 
  private:

@@ -10,14 +10,18 @@
 // files. CPU at::topk orders ties differently (3146 and 3211 of 6400 labels
 // differed), so the reference takes the top-k as the first k of a stable
 // descending sort, on every device: the tie rule is part of the contract.
+#include "../blocks/cpu_order_on_replay.h"
 #include "pkb/problem.h"
-#include "pkb/published_on.h"
 
 #include <algorithm>
 #include <tuple>
 #include <vector>
 
 namespace {
+
+const pkb::ProblemSpec kSpec{79, "dinov2_distributed_knn",
+                             "Distributed k-NN retrieval: broadcast queries, local top-k, owner merges",
+                             "Data Parallel", "DINOv2 (k-NN evaluation)", "any"};
 
 // `cpu_order`: the published CPU topk itself, for replaying the Gloo
 // recordings (NOTE [recording device] in pkb/published_on.h).
@@ -34,21 +38,16 @@ std::pair<at::Tensor, at::Tensor> topk_with_labels(const at::Tensor& sim, const 
   return {values.narrow(1, 0, k).contiguous(), lab};
 }
 
-class DinoDistributedKnn : public pkb::Problem, public pkb::PublishedOn {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{79, "dinov2_distributed_knn",
-                                    "Distributed k-NN retrieval: broadcast queries, local top-k, owner merges",
-                                    "Data Parallel", "DINOv2 (k-NN evaluation)", "any"};
-    return s;
-  }
+using namespace pkb::blocks;
 
+class DinoDistributedKnn : public pkb::ProblemWithSpec<kSpec, CpuOrderOnReplay> {
+ public:
   // Q = max(32, min(M/64, 256)) queries, Tn = max(1024, min(16N/W, 16384))
   // train rows, D = 384 (768 if N >= 4096, 1024 if N >= 8192); bf16 randn,
   // row-L2-normalised in bf16 (test first, then train), cast to the run's
   // dtype; train stored transposed (D, Tn); labels (r·Tn + j) mod 1000.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     const int64_t queries = std::max<int64_t>(32, std::min<int64_t>(req.m / 64, 256));
     const int64_t train = std::max<int64_t>(1024, std::min<int64_t>(req.n * 16 / std::max(req.world, 1), 16384));
     int64_t dim = 384;
@@ -75,15 +74,6 @@ class DinoDistributedKnn : public pkb::Problem, public pkb::PublishedOn {
     return in;
   }
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    return knn(comm, in, /*cpu_order=*/false);
-  }
-
-  pkb::Outputs published_on(const std::string& recorded_on, pkb::Context& ctx, pkb::Collectives& comm,
-                            const pkb::Inputs& in) const override {
-    return knn(comm, in, /*cpu_order=*/recorded_on == "cpu");
-  }
-
   // Q queries of D features (e bytes), Tn train rows, k candidates. NVLink:
   // this rank receives the W-1 other query blocks (Q·D·e each) and, as an
   // owner, W-1 candidate blocks (Q·k·(e + 8)). HBM: the train shard read
@@ -95,15 +85,13 @@ class DinoDistributedKnn : public pkb::Problem, public pkb::PublishedOn {
     const double q = static_cast<double>(test.size(0)), d = static_cast<double>(test.size(1));
     const double tn = static_cast<double>(train_t.size(1)), k = static_cast<double>(in.integer(3));
     const double e = static_cast<double>(test.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * (q * d * e + q * k * (e + 8.0));
-    c.hbm_bytes_per_rank = w * (d * tn * e + q * d * e) + 8.0 * tn + q * k * (e + 8.0);
-    c.flops_per_rank = w * 2.0 * q * d * tn;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * (q * d * e + q * k * (e + 8.0)),
+            /*hbm_bytes_per_rank=*/w * (d * tn * e + q * d * e) + 8.0 * tn + q * k * (e + 8.0),
+            /*flops_per_rank=*/w * 2.0 * q * d * tn};
   }
 
  private:
-  static pkb::Outputs knn(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) {
+  pkb::Outputs forward(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) const override {
     const at::Tensor& test = in.tensor(0);
     const at::Tensor& train_t = in.tensor(1);
     const at::Tensor& labels = in.tensor(2);

@@ -11,21 +11,18 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{80, "dinov2_distributed_sinkhorn_knopp",
+                             "Distributed Sinkhorn-Knopp normalisation of teacher prototype scores", "Data Parallel",
+                             "DINOv2 (sinkhorn_knopp_teacher of the DINO/iBOT loss)", "any"};
+
 constexpr int64_t kPrototypes = 16384;
 
-class DinoSinkhornKnopp : public pkb::Problem {
+class DinoSinkhornKnopp : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{80, "dinov2_distributed_sinkhorn_knopp",
-                                    "Distributed Sinkhorn-Knopp normalisation of teacher prototype scores",
-                                    "Data Parallel", "DINOv2 (sinkhorn_knopp_teacher of the DINO/iBOT loss)", "any"};
-    return s;
-  }
-
   // Bl = max(512, min(M, 1024)) samples per rank, 16384 prototypes;
   // teacher_output = 0.01 * randn, float32 (the run's dtype is ignored).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     const int64_t local_batch = std::max<int64_t>(512, std::min<int64_t>(req.m, 1024));
     at::Tensor teacher = at::randn({local_batch, kPrototypes}, opts.dtype(at::kFloat)) * 0.01;
     at::Tensor n_masked = at::full({1}, local_batch, opts.dtype(at::kLong));
@@ -87,11 +84,9 @@ class DinoSinkhornKnopp : public pkb::Problem {
     const at::Tensor& t = in.tensor(0);
     const double elems = static_cast<double>(t.numel()), w = world;
     const double iters = static_cast<double>(in.integer(3)), k = static_cast<double>(t.size(1));
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * 4.0 * (2.0 + iters * k);
-    c.hbm_bytes_per_rank = 2.0 * elems * 4.0;
-    c.flops_per_rank = (3.0 + 5.0 * iters) * elems;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * 4.0 * (2.0 + iters * k),
+            /*hbm_bytes_per_rank=*/2.0 * elems * 4.0,
+            /*flops_per_rank=*/(3.0 + 5.0 * iters) * elems};
   }
 };
 

@@ -10,6 +10,10 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{81, "sam3_allgather_iou_suppression",
+                             "All-gather of per-GPU object masks (uneven counts), then global IoU suppression",
+                             "Data Parallel", "SAM 3 (multi-GPU video tracker object suppression)", "any"};
+
 constexpr int64_t kHeight = 256, kWidth = 256;
 constexpr double kNoObjLogit = -10.0;
 
@@ -54,20 +58,13 @@ at::Tensor suppression_mask(const at::Tensor& masks, const at::Tensor& last, dou
   return si.any(1) | sj.any(0);
 }
 
-class Sam3IouSuppression : public pkb::Problem {
+class Sam3IouSuppression : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{81, "sam3_allgather_iou_suppression",
-                                    "All-gather of per-GPU object masks (uneven counts), then global IoU suppression",
-                                    "Data Parallel", "SAM 3 (multi-GPU video tracker object suppression)", "any"};
-    return s;
-  }
-
   // counts[d] = 1 + (d + trial) mod 3 objects on rank d. Masks
   // bf16(bf16(randn + 4·pattern) − 1), pattern[i,y,x] = (y+x+i+rank) mod 5 == 0;
   // scores linspace(−5, 5, n); last_occluded[j] = j mod 5 − 1 (global, same on all ranks).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     std::vector<int64_t> counts = counts_for(req.world, req.trial);
     const int64_t n = counts[req.rank];
     int64_t total = 0;
@@ -164,11 +161,9 @@ class Sam3IouSuppression : public pkb::Problem {
     const double p = static_cast<double>(kHeight * kWidth), n = static_cast<double>(m.size(0));
     double t = 0;
     for (int d = 0; d < world; ++d) t += static_cast<double>(in.integer(2 + d));
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (t - n) * (4.0 * p + 4.0);
-    c.hbm_bytes_per_rank = n * p * m.element_size() + 8.0 * t * p;
-    c.flops_per_rank = 2.0 * t * t * p + 2.0 * t * p;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(t - n) * (4.0 * p + 4.0),
+            /*hbm_bytes_per_rank=*/n * p * m.element_size() + 8.0 * t * p,
+            /*flops_per_rank=*/2.0 * t * t * p + 2.0 * t * p};
   }
 };
 

@@ -8,34 +8,20 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{82, "vocab_parallel_log_prob_topk",
+                             "Token log-probabilities under top-k/top-p filtering from vocab-parallel logits",
+                             "Vocab Parallel", "NeMo-RL GRPO loss, vocab-parallel log-probs (inferred)",
+                             "W divides 256 and batch·seq"};
+
 using namespace pkb::blocks;
 
-class VocabParallelLogProbTopk : public pkb::Problem {
+class VocabParallelLogProbTopk : public pkb::ProblemWithSpec<kSpec, VocabParallelLogProbs> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{82, "vocab_parallel_log_prob_topk",
-                                    "Token log-probabilities under top-k/top-p filtering from vocab-parallel logits",
-                                    "Vocab Parallel", "NeMo-RL GRPO loss, vocab-parallel log-probs (inferred)",
-                                    "W divides 256 and batch·seq"};
-    return s;
-  }
-
-  std::string check_world(int world) const override { return vocab_check_world(world); }
-
   // add_vocab_logits_and_target with target = (17 i + 3 + trial) mod 256.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in;
     add_vocab_logits_and_target(in, req, 17, 3);
-    in.add("tp_group", pkb::None{});
-    in.add("top_k", int64_t{10});
-    in.add("top_p", 0.9);
-    return in;
-  }
-
-  // replace_vocab_logits_for_integrity (blocks/vocab_parallel.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in = make_inputs(req);
-    replace_vocab_logits_for_integrity(in, req);
+    add_filter_args(in);
     return in;
   }
 

@@ -7,36 +7,22 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{83, "vocab_parallel_log_prob_topk_chunked",
+                             "Chunked token log-probabilities under top-k/top-p filtering from vocab-parallel logits",
+                             "Vocab Parallel", "NeMo-RL GRPO loss, chunked vocab-parallel log-probs (inferred)",
+                             "W divides 256, batch·seq and batch·chunk_size"};
+
 using namespace pkb::blocks;
 
-class VocabParallelLogProbTopkChunked : public pkb::Problem {
+class VocabParallelLogProbTopkChunked : public pkb::ProblemWithSpec<kSpec, VocabParallelLogProbs> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{83, "vocab_parallel_log_prob_topk_chunked",
-                                    "Chunked token log-probabilities under top-k/top-p filtering from vocab-parallel logits",
-                                    "Vocab Parallel", "NeMo-RL GRPO loss, chunked vocab-parallel log-probs (inferred)",
-                                    "W divides 256, batch·seq and batch·chunk_size"};
-    return s;
-  }
-
-  std::string check_world(int world) const override { return vocab_check_world(world); }
-
   // add_vocab_logits_and_target with target = (19 i + 5 + trial) mod 256;
   // chunk_size = min(roundup(max(W, seq/4), W), seq).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     pkb::Inputs in;
     add_vocab_logits_and_target(in, req, 19, 5);
-    in.add("tp_group", pkb::None{});
-    in.add("top_k", int64_t{10});
-    in.add("top_p", 0.9);
+    add_filter_args(in);
     in.add("chunk_size", vocab_chunk_size(in, req.world));
-    return in;
-  }
-
-  // replace_vocab_logits_for_integrity (blocks/vocab_parallel.h).
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in = make_inputs(req);
-    replace_vocab_logits_for_integrity(in, req);
     return in;
   }
 

@@ -14,6 +14,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{84, "vocab_parallel_log_prob_topk_chunked_backward",
+                             "Backward of the chunked top-k/top-p log-prob w.r.t. vocab-parallel logits",
+                             "Vocab Parallel", "NeMo-RL GRPO loss, chunked vocab-parallel log-probs (inferred)",
+                             "W divides 256, batch·seq and batch·chunk_size"};
+
 using namespace pkb::blocks;
 
 // (Tl, V) token-sharded -> (W·Tl, V/W): vocab block j of every local token to rank j.
@@ -26,20 +31,8 @@ at::Tensor all_to_all_seq_to_vp(pkb::Collectives& comm, const at::Tensor& logits
   return recv.reshape({world * local_tokens, local_vocab});
 }
 
-class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
+class VocabParallelLogProbTopkChunkedBackward : public pkb::ProblemWithSpec<kSpec, VocabParallelLogProbs> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{84, "vocab_parallel_log_prob_topk_chunked_backward",
-                                    "Backward of the chunked top-k/top-p log-prob w.r.t. vocab-parallel logits",
-                                    "Vocab Parallel", "NeMo-RL GRPO loss, chunked vocab-parallel log-probs (inferred)",
-                                    "W divides 256, batch·seq and batch·chunk_size"};
-    return s;
-  }
-
-  // The vocabulary (256) is split evenly; batch·seq and batch·chunk_size are
-  // multiples of W by construction (seq and chunk_size are rounded up to one).
-  std::string check_world(int world) const override { return vocab_check_world(world); }
-
   // add_vocab_logits_and_target with target = (19 i + 5 + trial) mod 256;
   // grad_output = linspace(-1, 1, batch·seq) in bf16;
   // chunk_size = min(roundup(max(W, seq/4), W), seq).
@@ -47,12 +40,10 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
     pkb::Inputs in;
     add_vocab_logits_and_target(in, req, 19, 5);
     const int64_t batch = in.tensor(1).size(0), seq = in.tensor(1).size(1);
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     at::Tensor grad_output = at::linspace(-1.0, 1.0, batch * seq, opts.dtype(at::kBFloat16)).reshape({batch, seq});
     in.add("grad_output", grad_output.contiguous());
-    in.add("tp_group", pkb::None{});
-    in.add("top_k", int64_t{10});
-    in.add("top_p", 0.9);
+    add_filter_args(in);
     in.add("chunk_size", vocab_chunk_size(in, req.world));
     return in;
   }
@@ -60,8 +51,7 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
   // replace_vocab_logits_for_integrity (blocks/vocab_parallel.h), then
   // grad_output randn from the same stream.
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in = make_inputs(req);
-    replace_vocab_logits_for_integrity(in, req);
+    pkb::Inputs in = VocabParallelLogProbs::make_integrity_inputs(req);
     const int64_t batch = in.tensor(1).size(0), seq = in.tensor(1).size(1);
     at::Tensor grad_output = at::randn({batch, seq}, at::TensorOptions().dtype(at::kFloat));
     in.args()[2].value = grad_output.to(in.tensor(2).scalar_type()).contiguous().to(req.device);
@@ -111,11 +101,9 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::Problem {
     const at::Tensor& l = in.tensor(0);
     const double n = static_cast<double>(l.size(0) * l.size(1)), vl = static_cast<double>(l.size(2));
     const double e = static_cast<double>(l.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) / w * n * vl * (e + 4.0);
-    c.hbm_bytes_per_rank = n * vl * e + 2.0 * n + n * vl * 4.0;
-    c.flops_per_rank = (n / w) * kVocab * 20.0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) / w * n * vl * (e + 4.0),
+            /*hbm_bytes_per_rank=*/n * vl * e + 2.0 * n + n * vl * 4.0,
+            /*flops_per_rank=*/(n / w) * kVocab * 20.0};
   }
 };
 

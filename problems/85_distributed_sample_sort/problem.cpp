@@ -14,6 +14,9 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{85, "distributed_sample_sort", "Distributed sample sort with exact even redistribution",
+                             "Other", "unknown (classic parallel sample sort)", "any"};
+
 std::vector<int64_t> to_vec(const at::Tensor& t) {
   at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
   return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
@@ -56,20 +59,13 @@ std::vector<at::Tensor> variable_all_to_all(pkb::Collectives& comm, const std::v
   return out;
 }
 
-class DistributedSampleSort : public pkb::Problem {
+class DistributedSampleSort : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{85, "distributed_sample_sort",
-                                    "Distributed sample sort with exact even redistribution", "Other",
-                                    "unknown (classic parallel sample sort)", "any"};
-    return s;
-  }
-
   // n = max(4W, min(M / W, 4096)) values per rank, 0 on odd ranks when
   // trial ≡ 3 (mod 4); integers in [-50, 50) drawn as int64, converted to the
   // run's dtype, then shifted by -rank·max(1, n) (rounded to the dtype).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     int64_t n = std::max<int64_t>(4 * req.world, std::min<int64_t>(req.m / std::max(req.world, 1), 4096));
     if (req.trial % 4 == 3 && req.rank % 2 == 1) n = 0;
     at::Tensor values = at::randint(-50, 50, {n}, opts.dtype(at::kLong));
@@ -193,11 +189,9 @@ class DistributedSampleSort : public pkb::Problem {
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);
     const double n = static_cast<double>(t.numel()), e = static_cast<double>(t.element_size()), w = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * n * e + (w - 1) * (8.0 * 4 + w * (e + 16.0));
-    c.hbm_bytes_per_rank = 4.0 * n * e;
-    c.flops_per_rank = n > 1 ? 2.0 * n * std::log2(n) : 0.0;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * n * e + (w - 1) * (8.0 * 4 + w * (e + 16.0)),
+            /*hbm_bytes_per_rank=*/4.0 * n * e,
+            /*flops_per_rank=*/n > 1 ? 2.0 * n * std::log2(n) : 0.0};
   }
 };
 

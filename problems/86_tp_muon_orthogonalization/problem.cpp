@@ -10,6 +10,11 @@
 
 namespace {
 
+const pkb::ProblemSpec kSpec{86, "tp_muon_orthogonalization",
+                             "Newton-Schulz (Muon) orthogonalisation of a column-sharded matrix", "Tensor Parallel",
+                             "NVIDIA Emerging-Optimizers / Megatron Muon tensor-parallel Newton-Schulz (inferred)",
+                             "any"};
+
 using Coeffs = std::vector<std::array<double, 3>>;
 
 const Coeffs& coefficients(const std::string& type) {
@@ -43,21 +48,12 @@ const Coeffs& coefficients(const std::string& type) {
 
 constexpr int64_t kRows = 512;
 
-class TpMuonOrthogonalization : public pkb::Problem {
+class TpMuonOrthogonalization : public pkb::ProblemWithSpec<kSpec> {
  public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{86, "tp_muon_orthogonalization",
-                                    "Newton-Schulz (Muon) orthogonalisation of a column-sharded matrix",
-                                    "Tensor Parallel",
-                                    "NVIDIA Emerging-Optimizers / Megatron Muon tensor-parallel Newton-Schulz (inferred)",
-                                    "any"};
-    return s;
-  }
-
   // x: (512, Cg/W) bf16 (always bf16, as published), randn + 0.01·rank
   // (rounded to bf16); Cg = roundup(512, W), or roundup(1024, W) if N >= 4096.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device);
+    auto opts = at::device(req.device);
     int64_t global_cols = req.n < 4096 ? 512 : 1024;
     global_cols = (global_cols + req.world - 1) / req.world * req.world;
     const int64_t local_cols = global_cols / req.world;
@@ -110,11 +106,9 @@ class TpMuonOrthogonalization : public pkb::Problem {
     const double r = static_cast<double>(pd == 0 ? x.size(1) : x.size(0));
     const double c = static_cast<double>(pd == 0 ? x.size(0) : x.size(1));
     const double s = static_cast<double>(in.integer(1)), w = world, e = static_cast<double>(x.element_size());
-    pkb::Cost k;
-    k.nvlink_bytes_per_rank = 2.0 * (w - 1) / w * (4.0 + s * r * r * 4.0);
-    k.hbm_bytes_per_rank = 2.0 * r * c * e + s * (3.0 * 4.0 * r * c + 5.0 * 4.0 * r * r);
-    k.flops_per_rank = 2.0 * r * c + s * (4.0 * r * r * c + 2.0 * r * r * r + 2.0 * r * r + 2.0 * r * c);
-    return k;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * (4.0 + s * r * r * 4.0),
+            /*hbm_bytes_per_rank=*/2.0 * r * c * e + s * (3.0 * 4.0 * r * c + 5.0 * 4.0 * r * r),
+            /*flops_per_rank=*/2.0 * r * c + s * (4.0 * r * r * c + 2.0 * r * r * r + 2.0 * r * r + 2.0 * r * c)};
   }
 };
 

@@ -12,22 +12,19 @@
 
 namespace {
 
-class Conv2dBoundaryExchange : public pkb::Problem {
- public:
-  const pkb::ProblemSpec& spec() const override {
-    static const pkb::ProblemSpec s{87, "conv2d_boundary_exchange",
-                                    "Spatially partitioned 3x3 conv2d with one-row halo exchange via all-gather",
-                                    "Geometric/Spatial", "DistriFusion-style patch parallelism for SD/SDXL UNets (inferred)",
-                                    "any"};
-    return s;
-  }
+const pkb::ProblemSpec kSpec{87, "conv2d_boundary_exchange",
+                             "Spatially partitioned 3x3 conv2d with one-row halo exchange via all-gather",
+                             "Geometric/Spatial", "DistriFusion-style patch parallelism for SD/SDXL UNets (inferred)",
+                             "any"};
 
+class Conv2dBoundaryExchange : public pkb::ProblemWithSpec<kSpec> {
+ public:
   // C = (320, 640, 1280)[min(N/512, 2)] channels in and out, a 3x3 kernel,
   // strips of Hl = max(3, 128 / max(1, W/2)) rows by 128 columns; x, weight
   // and bias drawn in that order in the run's dtype (weight and bias differ
   // per rank, as published).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::TensorOptions().device(req.device).dtype(req.dtype);
+    auto opts = at::device(req.device).dtype(req.dtype);
     const int64_t choices[3] = {320, 640, 1280};
     const int64_t channels = choices[std::min<int64_t>(req.n / 512, 2)];
     const int64_t padding = 1, kernel = 2 * padding + 1;
@@ -84,11 +81,9 @@ class Conv2dBoundaryExchange : public pkb::Problem {
     const double wd = static_cast<double>(x.size(3)), cout = static_cast<double>(w.size(0));
     const double k2 = static_cast<double>(w.size(2) * w.size(3)), p = static_cast<double>(in.integer(4));
     const double e = static_cast<double>(x.element_size()), nw = world;
-    pkb::Cost c;
-    c.nvlink_bytes_per_rank = nw > 1 ? (nw - 1) * 2.0 * cin * p * wd * e : 0.0;
-    c.hbm_bytes_per_rank = (cin * h * wd + cout * cin * k2 + cout + cout * h * wd) * e;
-    c.flops_per_rank = 2.0 * cout * cin * k2 * h * wd;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/nw > 1 ? (nw - 1) * 2.0 * cin * p * wd * e : 0.0,
+            /*hbm_bytes_per_rank=*/(cin * h * wd + cout * cin * k2 + cout + cout * h * wd) * e,
+            /*flops_per_rank=*/2.0 * cout * cin * k2 * h * wd};
   }
 };
 

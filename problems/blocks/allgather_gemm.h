@@ -20,7 +20,7 @@ class KShardedAllGatherGemm : public Problem {
 
   // RNG order as published: A_local's randn, then B's randn (B differs per rank).
   Inputs make_inputs(const InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     at::Tensor a_local = at::randn({req.m, kGatherGemmK / req.world}, opts);
     at::Tensor b = at::randn({kGatherGemmK, req.n}, opts);
     Inputs in;
@@ -37,11 +37,9 @@ class KShardedAllGatherGemm : public Problem {
     const double m = static_cast<double>(a_local.size(0)), k_local = static_cast<double>(a_local.size(1));
     const double k = static_cast<double>(b.size(0)), n = static_cast<double>(b.size(1));
     const double e = static_cast<double>(a_local.element_size()), w = world;
-    Cost c;
-    c.nvlink_bytes_per_rank = (w - 1) * m * k_local * e;
-    c.hbm_bytes_per_rank = (m * k + k * n + m * n) * e;
-    c.flops_per_rank = 2.0 * m * n * k;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/(w - 1) * m * k_local * e,
+            /*hbm_bytes_per_rank=*/(m * k + k * n + m * n) * e,
+            /*flops_per_rank=*/2.0 * m * n * k};
   }
 };
 

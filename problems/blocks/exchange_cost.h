@@ -9,11 +9,9 @@ namespace pkb::blocks {
 
 inline Cost all_to_all_cost(int world, const at::Tensor& x) {
   const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
-  Cost c;
-  c.nvlink_bytes_per_rank = (w - 1) / w * bytes;
-  c.hbm_bytes_per_rank = 2.0 * bytes;
-  c.flops_per_rank = 0;
-  return c;
+  return {/*nvlink_bytes_per_rank=*/(w - 1) / w * bytes,
+          /*hbm_bytes_per_rank=*/2.0 * bytes,
+          /*flops_per_rank=*/0};
 }
 
 }  // namespace pkb::blocks

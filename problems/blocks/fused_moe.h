@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
+#include "../blocks/cpu_order_on_replay.h"
 #include "../blocks/moe_routing.h"
 #include "pkb/problem.h"
-#include "pkb/published_on.h"
 
 namespace pkb::blocks {
 
@@ -84,18 +84,28 @@ inline std::tuple<at::Tensor, at::Tensor> router_topk(const at::Tensor& probs, i
   return {values.narrow(-1, 0, k).contiguous(), indices.narrow(-1, 0, k).contiguous()};
 }
 
-class FusedMoeForward : public Problem, public PublishedOn {
+// Routing is data dependent; the model takes the mean load, R = 2M routed
+// rows per rank, (W-1)/W of them remote. NVLink: the dispatch and the
+// combine all-to-all each move (W-1)/W x 2M x N elements, plus the
+// all-gather of 8 int64 counts from each of W-1 peers. HBM: hidden read,
+// the R rows read by the experts and their R outputs written, the weights
+// read (3 x 128 x N + biases, and `extra_weights` more), the output written.
+// FLOPs: router 2·M·N·8, experts 3 x 2·R·N·128 plus the gate product and
+// `extra_flops`, combine 2·R·N.
+inline Cost fused_moe_cost(int world, const Inputs& in, double extra_weights = 0.0, double extra_flops = 0.0) {
+  const at::Tensor& h = in.tensor(0);
+  const double m = static_cast<double>(h.size(0)), n = static_cast<double>(h.size(1));
+  const double e = static_cast<double>(h.element_size()), w = world, r = 2.0 * m;
+  const double weights = 3.0 * kInterDim * n + 2.0 * kInterDim + n + extra_weights;
+  return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * r * n * e + (w - 1) * kNumExperts * 8.0,
+          /*hbm_bytes_per_rank=*/(m * n + 2.0 * r * n + weights + m * n) * e,
+          /*flops_per_rank=*/2.0 * m * n * kNumExperts + 3.0 * 2.0 * r * n * kInterDim + r * kInterDim + extra_flops +
+              2.0 * r * n};
+}
+
+class FusedMoeForward : public CpuOrderOnReplay {
  public:
   std::string check_world(int world) const override { return moe_experts_check(world); }
-
-  Outputs reference(Context& ctx, Collectives& comm, const Inputs& in) const override {
-    return forward(comm, in, /*cpu_order=*/false);
-  }
-
-  Outputs published_on(const std::string& recorded_on, Context& ctx, Collectives& comm,
-                       const Inputs& in) const override {
-    return forward(comm, in, /*cpu_order=*/recorded_on == "cpu");
-  }
 
  protected:
   // RNG order as published: hidden_states, gate_weight, gate_bias from the
@@ -106,7 +116,7 @@ class FusedMoeForward : public Problem, public PublishedOn {
   static void add_router_and_experts(Inputs& in, const InputRequest& req, int problem) {
     PKB_CHECK(kNumExperts % req.world == 0, "problem ", problem, " needs W to divide the 8 experts (W = ", req.world,
               ")");
-    const auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    const auto opts = req.options();
     at::Tensor hidden = at::randn({req.m, req.n}, opts);
     at::Tensor gate_weight = at::randn({kNumExperts, req.n}, opts);
     at::Tensor gate_bias = at::randn({kNumExperts}, opts);
@@ -137,7 +147,7 @@ class FusedMoeForward : public Problem, public PublishedOn {
   virtual size_t count_arg() const = 0;
 
  private:
-  Outputs forward(Collectives& comm, const Inputs& in, bool cpu_order) const {
+  Outputs forward(Collectives& comm, const Inputs& in, bool cpu_order) const override {
     const int64_t world = comm.world_size(), rank = comm.rank();
     const at::Tensor& hidden_in = in.tensor(0);
     const int64_t num_experts = in.integer(count_arg()), top_k = in.integer(count_arg() + 1);

@@ -21,6 +21,24 @@ inline std::vector<int64_t> iota(int64_t start, int64_t step, int64_t count) {
   return v;
 }
 
+// The groups of a grid of ranks, rank = row·cols + col: every row (`cols`
+// consecutive ranks), then every column (`rows` ranks `cols` apart), the
+// order the published harnesses create them in; columns_then_rows where a
+// harness creates the columns first.
+inline std::vector<std::vector<int64_t>> rows_then_columns(int64_t rows, int64_t cols) {
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t r = 0; r < rows; ++r) groups.push_back(iota(r * cols, 1, cols));
+  for (int64_t c = 0; c < cols; ++c) groups.push_back(iota(c, cols, rows));
+  return groups;
+}
+
+inline std::vector<std::vector<int64_t>> columns_then_rows(int64_t rows, int64_t cols) {
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t c = 0; c < cols; ++c) groups.push_back(iota(c, cols, rows));
+  for (int64_t r = 0; r < rows; ++r) groups.push_back(iota(r * cols, 1, cols));
+  return groups;
+}
+
 class GroupLayout {
  public:
   // `name` says which layout a stray group argument is not part of;

@@ -75,7 +75,7 @@ inline std::vector<int64_t> mlp_param_shape(const MlpDims& d, int i) {
 // full_X, full_y (randn, every rank's rows), this rank's X_local, y_local, then
 // on rank 0 only W1, b1, W2, b2 (randn; zeros elsewhere).
 inline void add_mlp_batch_and_params(Inputs& in, const InputRequest& req, const MlpDims& d) {
-  auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+  auto opts = req.options();
   const int64_t n_total = d.chunk * req.world;
   at::Tensor full_x = at::randn({n_total, d.d_in}, opts);
   at::Tensor full_y = at::randn({n_total, d.d_out}, opts);

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "pkb/problem.h"
@@ -58,7 +59,7 @@ class ExpertParallelMoe : public Problem {
   // device, then three nn.Linear layers on the CPU generator (fresh after the
   // seed, so a generator of its own seeded alike), cast and moved.
   Inputs make_inputs(const InputRequest& req) const override {
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const int64_t experts = num_experts(req.world), n = req.n;
     Inputs in;
     in.add("hidden_states", at::randn({req.m, n}, opts));
@@ -91,11 +92,9 @@ class ExpertParallelMoe : public Problem {
     const double e = static_cast<double>(h.element_size()), w = world;
     const double experts = static_cast<double>(in.integer(9)), k = static_cast<double>(in.integer(10));
     const double ep = std::min(w, experts);  // EP group: E contiguous ranks (the world if E >= W)
-    Cost c;
-    c.nvlink_bytes_per_rank = 2.0 * (ep - 1) / ep * k * t * n * e + ep * experts * 8.0;
-    c.hbm_bytes_per_rank = (2.0 + 8.0 * k) * t * n * e + 3.0 * kMoeInterDim * n * e;
-    c.flops_per_rank = 2.0 * t * n * experts + 6.0 * n * kMoeInterDim * k * t + 2.0 * k * t * n;
-    return c;
+    return {/*nvlink_bytes_per_rank=*/2.0 * (ep - 1) / ep * k * t * n * e + ep * experts * 8.0,
+            /*hbm_bytes_per_rank=*/(2.0 + 8.0 * k) * t * n * e + 3.0 * kMoeInterDim * n * e,
+            /*flops_per_rank=*/2.0 * t * n * experts + 6.0 * n * kMoeInterDim * k * t + 2.0 * k * t * n};
   }
 
  protected:
@@ -117,6 +116,16 @@ class ExpertParallelMoe : public Problem {
     at::Tensor gate = at::silu(at::linear(x, in.tensor(3), in.tensor(4)));
     at::Tensor up = at::linear(x, in.tensor(5), in.tensor(6));
     return at::linear(gate * up, in.tensor(7), in.tensor(8));
+  }
+
+  // 49 and 50: the group argument is None or a group of every rank, the
+  // world either way.
+  static at::Tensor moe_forward_on_world(Collectives& comm, const Inputs& in) {
+    PKB_CHECK(std::holds_alternative<None>(in.at(11).value) ||
+                  (std::holds_alternative<GroupRanks>(in.at(11).value) &&
+                   static_cast<int>(in.group(11).ranks.size()) == comm.world_size()),
+              "group must be None (the world)");
+    return moe_forward(comm, kWorld, in);
   }
 
   static at::Tensor moe_forward(Collectives& comm, Group group, const Inputs& in) {

@@ -22,7 +22,7 @@ inline std::string moe_experts_check(int world) {
 // One randperm(8) per token whose first two entries are the token's
 // (distinct) experts: (M, 2) int64.
 inline at::Tensor distinct_expert_picks(const InputRequest& req) {
-  auto opts = at::TensorOptions().device(req.device).dtype(at::kLong);
+  auto opts = at::device(req.device).dtype(at::kLong);
   std::vector<at::Tensor> picks;
   picks.reserve(req.m);
   for (int64_t t = 0; t < req.m; ++t) picks.push_back(at::randperm(kNumExperts, opts).narrow(0, 0, kTopK));
@@ -41,10 +41,36 @@ inline void add_uniform_splits(Inputs& in, const InputRequest& req, int64_t rout
   }
 }
 
+// A remainder of the 2M routed rows over W would go to the last entry of
+// both split lists, which only the last rank can honour (as in 27): 28 and
+// 29 refuse it instead of failing inside the exchange.
+inline void check_even_splits(const InputRequest& req, int problem) {
+  PKB_CHECK(2 * req.m % req.world == 0, "problem ", problem, " needs W to divide 2M (M = ", req.m, ", W = ",
+            req.world, ")");
+}
+
+// The split lists add_uniform_splits wrote, from argument `first` on, and
+// the rows each side adds up to.
+struct SplitArgs {
+  std::vector<int64_t> in, out;
+  int64_t in_rows = 0, out_rows = 0;
+};
+
+inline SplitArgs splits_at(const Inputs& in, size_t first, int world) {
+  SplitArgs s;
+  for (int d = 0; d < world; ++d) {
+    s.in.push_back(in.integer(first + d));
+    s.out.push_back(in.integer(first + world + d));
+    s.in_rows += s.in.back();
+    s.out_rows += s.out.back();
+  }
+  return s;
+}
+
 // num_global_tokens_per_local_expert: `routed` rows spread evenly over the 8
 // experts, as (W, 8/W).
 inline at::Tensor uniform_tokens_per_local_expert(const InputRequest& req, int64_t routed) {
-  at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, at::TensorOptions().device(req.device).dtype(at::kLong));
+  at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, at::device(req.device).dtype(at::kLong));
   per_slot.narrow(0, 0, routed % kNumExperts).add_(1);
   return per_slot.view({req.world, kNumExperts / req.world});
 }

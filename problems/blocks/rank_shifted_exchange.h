@@ -5,12 +5,34 @@
 // rows goes to rank (r + c) mod W and output chunk c comes from it.
 #pragma once
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "pkb/collectives.h"
 #include "pkb/inputs.h"
+#include "pkb/problem.h"
 
 namespace pkb::blocks {
+
+// The published sizes of 65 and 66: `rows` exchanged with every peer,
+// `hidden` features a row, `total` = rows·W rows in all.
+struct ExchangeSizes {
+  int64_t rows, hidden, total;
+};
+
+inline ExchangeSizes exchange_sizes(const InputRequest& req) {
+  const int64_t rows = std::max<int64_t>(64, std::min<int64_t>(req.m / req.world, 1024));
+  return {rows, std::max<int64_t>(8, std::min<int64_t>(req.n, 128)), rows * req.world};
+}
+
+// The published arguments after the tensors: counts_sent.0..W-1 and
+// counts_received.0..W-1 (`rows` each), then the group (None = WORLD).
+inline void add_uniform_counts(Inputs& in, int64_t world, int64_t rows) {
+  for (int64_t d = 0; d < world; ++d) in.add("counts_sent." + std::to_string(d), rows);
+  for (int64_t d = 0; d < world; ++d) in.add("counts_received." + std::to_string(d), rows);
+  in.add("group", None{});
+}
 
 // counts.0..W-1 from argument `first` on.
 inline std::vector<int64_t> counts_at(const Inputs& in, size_t first, int world) {

@@ -53,10 +53,26 @@ inline void ring_shift(Collectives& comm, const Ring& ring, const at::Tensor& ou
   }
 }
 
+// The heads of the published harnesses of 54-57.
+inline constexpr int64_t kHeads = 8;
+inline constexpr int64_t kHeadDim = 64;
+
 // The published harnesses of 54 and 57 assert num_heads (8) % world_size == 0.
 inline std::string ring_heads_check(int world) {
-  if (world < 1 || 8 % world != 0)
+  if (world < 1 || kHeads % world != 0)
     return "the published harness asserts num_heads (8) % world_size == 0: W must divide 8";
+  return "";
+}
+
+// 55 and 56 pair each CP group with a second axis (TP, PP) of min(2, W)
+// ranks; their published harnesses assert that it divides W.
+inline int64_t second_axis_size(int64_t world) { return std::min<int64_t>(2, world); }
+
+inline std::string second_axis_check(int world, const std::string& axis) {
+  if (world < 1) return "world size must be at least 1";
+  if (world % second_axis_size(world) != 0)
+    return "the published harness asserts world_size % " + axis + "_size == 0 with " + axis +
+           "_size = min(2, W): W must be 1 or even";
   return "";
 }
 
@@ -167,7 +183,7 @@ inline void add_attention_layer_inputs(Inputs& in, const InputRequest& req, int6
   constexpr int64_t kH = 8, kD = 64;
   const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
   const int64_t s = std::max<int64_t>(1, t / cp), dm = kH * kD;
-  auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+  auto opts = req.options();
   at::manual_seed(hidden_seed);
   at::Tensor hidden = at::randn({b, s, dm}, opts);
   at::manual_seed(weight_seed);
@@ -195,12 +211,11 @@ inline Cost ring_attention_layer_cost(const Inputs& in, double cp, double heads,
   const double b = hidden.size(0), s = hidden.size(1), dm = hidden.size(2);
   const double hd = static_cast<double>(w_o.size(1)), h = heads, d = head_dim;
   const double x = b * s * hd, e = static_cast<double>(hidden.element_size());
-  Cost c;
-  c.nvlink_bytes_per_rank = (cp - 1) * 2.0 * x * e;
-  c.hbm_bytes_per_rank = (b * s * dm + static_cast<double>(w_qkv.numel() + w_o.numel()) + 6.0 * x + b * s * dm) * e +
-                         cp * (3.0 * x * e + 16.0 * b * h * s * s + 12.0 * x);
-  c.flops_per_rank = 2.0 * b * s * dm * (4.0 * hd) + cp * 4.0 * b * h * s * s * d;
-  return c;
+  const double weights = static_cast<double>(w_qkv.numel() + w_o.numel());
+  return {/*nvlink_bytes_per_rank=*/(cp - 1) * 2.0 * x * e,
+          /*hbm_bytes_per_rank=*/(b * s * dm + weights + 6.0 * x + b * s * dm) * e +
+              cp * (3.0 * x * e + 16.0 * b * h * s * s + 12.0 * x),
+          /*flops_per_rank=*/2.0 * b * s * dm * (4.0 * hd) + cp * 4.0 * b * h * s * s * d};
 }
 
 }  // namespace pkb::blocks

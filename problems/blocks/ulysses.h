@@ -62,6 +62,15 @@ inline at::Tensor all_to_all_tensor(Collectives& comm, at::Tensor x, int64_t sca
   return list_all_to_all(comm, x, scatter_dim, gather_dim);
 }
 
+// Drops the padding the sequence got before it was sharded: `unpadded`
+// rows remain along `seq_dim` (0: none to drop). Never taken with the
+// benchmark's inputs (36 and 38 pass 0 and None).
+inline at::Tensor drop_seq_padding(const at::Tensor& x, int64_t seq_dim, int64_t unpadded, int world) {
+  if (unpadded == 0 || unpadded % world == 0) return x;
+  const int64_t padding = x.size(seq_dim) - unpadded;
+  return x.narrow(seq_dim, 0, x.size(seq_dim) - padding);
+}
+
 // The head-scattering problems (36-38) assert that W divides the 8 heads.
 inline std::string ulysses_heads_check(int world) {
   if (world < 1 || kUlyssesHeads % world != 0) return "the world size must divide the 8 attention heads";
@@ -76,7 +85,18 @@ inline at::Tensor ulysses_activations(const InputRequest& req, int problem, std:
   const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
   std::vector<int64_t> shape{b, t};
   shape.insert(shape.end(), last.begin(), last.end());
-  return at::randn(shape, at::TensorOptions().dtype(req.dtype).device(req.device));
+  return at::randn(shape, req.options());
+}
+
+// The inputs of 36 and 37: x (B, T, 8, 64) as ulysses_activations, seq_dim
+// 1, head_dim 2, group (None = WORLD).
+inline Inputs ulysses_head_inputs(const InputRequest& req, int problem) {
+  Inputs in;
+  in.add("x", ulysses_activations(req, problem, {kUlyssesHeads, kUlyssesHeadDim}));
+  in.add("seq_dim", int64_t{1});
+  in.add("head_dim", int64_t{2});
+  in.add("group", None{});
+  return in;
 }
 
 }  // namespace pkb::blocks

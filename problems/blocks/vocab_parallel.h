@@ -90,7 +90,7 @@ inline at::Tensor all_to_all_vp_to_seq(Collectives& comm, const at::Tensor& logi
 // in the run's dtype, + 8 (rounded) at the target's column when this rank
 // holds it; target = (mult·i + offset + trial) mod 256.
 inline void add_vocab_logits_and_target(Inputs& in, const InputRequest& req, int64_t mult, int64_t offset) {
-  auto opts = at::TensorOptions().device(req.device);
+  auto opts = at::device(req.device);
   const int64_t w = req.world;
   const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(req.m / 512, 4));
   const int64_t seq = round_up(std::max<int64_t>(w, std::min<int64_t>(req.m / 128, 32)), w);
@@ -140,6 +140,27 @@ inline void replace_vocab_logits_for_integrity(Inputs& in, const InputRequest& r
   in.args()[1].value = target.contiguous().to(req.device);
 }
 
+// The published arguments after the tensors: tp_group None (the world),
+// top_k 10, top_p 0.9.
+inline void add_filter_args(Inputs& in) {
+  in.add("tp_group", None{});
+  in.add("top_k", int64_t{10});
+  in.add("top_p", 0.9);
+}
+
+// 82-84: the vocabulary check and the integrity draw
+// (replace_vocab_logits_for_integrity) they share.
+class VocabParallelLogProbs : public Problem {
+ public:
+  std::string check_world(int world) const override { return vocab_check_world(world); }
+
+  Inputs make_integrity_inputs(const InputRequest& req) const override {
+    Inputs in = make_inputs(req);
+    replace_vocab_logits_for_integrity(in, req);
+    return in;
+  }
+};
+
 // The forward of 82 and 83: for each block of chunk_tokens flattened tokens
 // (all of them for 82), one all-to-all (vocab shards -> token shard), the bf16
 // filter, the float32 log-softmax at the target and one all-gather; the chunk
@@ -179,11 +200,9 @@ inline Cost vocab_parallel_log_probs_cost(int world, const Inputs& in) {
   const at::Tensor& l = in.tensor(0);
   const double n = static_cast<double>(l.size(0) * l.size(1)), vl = static_cast<double>(l.size(2));
   const double e = static_cast<double>(l.element_size()), w = world;
-  Cost c;
-  c.nvlink_bytes_per_rank = (w - 1) / w * n * vl * e + (w - 1) * (n / w) * 4.0;
-  c.hbm_bytes_per_rank = n * vl * e + 4.0 * n;
-  c.flops_per_rank = (n / w) * kVocab * 18.0;
-  return c;
+  return {/*nvlink_bytes_per_rank=*/(w - 1) / w * n * vl * e + (w - 1) * (n / w) * 4.0,
+          /*hbm_bytes_per_rank=*/n * vl * e + 4.0 * n,
+          /*flops_per_rank=*/(n / w) * kVocab * 18.0};
 }
 
 }  // namespace pkb::blocks

@@ -15,6 +15,20 @@
 
 namespace pkb::blocks {
 
+// P parameters of e bytes, a local batch of c rows: NVLink a broadcast of
+// P·e, the gradient's 2(W-1)/W·P·e (a reduce-scatter and the parameter
+// all-gather; with `all_reduce`, an all-reduce and then the all-gather's
+// (W-1)/W·P·e more); HBM ~ 10·P·e (flatten, broadcast, gradient and gather
+// passes) + ~8·P/W·e (the sharded Adam) + the batch; FLOPs
+// 6·c·(d_in·hidden + hidden·d_out) + ~15·P/W.
+inline Cost zero_step_cost(int world, const Inputs& in, bool all_reduce) {
+  const MlpCostTerms t = mlp_cost_terms(in);
+  const double p = t.p, e = t.e, w = world;
+  return {/*nvlink_bytes_per_rank=*/p * e + 2.0 * (w - 1) / w * p * e + (all_reduce ? (w - 1) / w * p * e : 0.0),
+          /*hbm_bytes_per_rank=*/10.0 * p * e + 8.0 * p / w * e + t.batch_bytes,
+          /*flops_per_rank=*/t.gemm_flops + 15.0 * p / w};
+}
+
 class ZeroMlpStep : public Problem {
  public:
   // The published builder grows `hidden` from its default until the flat
@@ -78,7 +92,7 @@ class ZeroMlpStep : public Problem {
   // The published draw with `seed` in place of seed_for(id, 0, trial).
   Inputs draw(const InputRequest& req, uint64_t seed) const {
     at::manual_seed(seed);
-    auto opts = at::TensorOptions().dtype(req.dtype).device(req.device);
+    auto opts = req.options();
     const MlpDims d = mlp_dims(req, true);
     Inputs in;
     add_mlp_batch_and_params(in, req, d);

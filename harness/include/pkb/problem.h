@@ -47,6 +47,11 @@ struct InputRequest {
   // seed(pid, rank, trial) = 42 + 1000*pid + rank + 1000003*trial; the harness
   // has already called at::manual_seed(seed) when make_inputs runs.
   uint64_t seed = 0;
+
+  // A tensor drawn as requested: its dtype, on its device.
+  at::TensorOptions options() const { return at::TensorOptions().dtype(dtype).device(device); }
+  // On the requested device in a dtype of the problem's own (indices, fp32 state, ...).
+  at::TensorOptions options(at::ScalarType own) const { return at::TensorOptions().dtype(own).device(device); }
 };
 
 inline uint64_t seed_for(int problem_id, int rank, int trial) {
@@ -93,6 +98,18 @@ class Problem {
   // overrides this with inputs that vary by element, rank and trial, so that
   // no answer computed from rank and world alone passes.
   virtual Inputs make_integrity_inputs(const InputRequest& req) const { return make_inputs(req); }
+};
+
+// The spec() most problems write: a constant declared at the top of
+// problem.cpp, named in the class head, over pkb::Problem or over a shared
+// building block (a Base derived from it) whose constructors it inherits.
+//   const pkb::ProblemSpec kSpec{1, "allreduce", ...};
+//   class AllReduce : public pkb::ProblemWithSpec<kSpec> { ... };
+template <const ProblemSpec& Spec, class Base = Problem>
+class ProblemWithSpec : public Base {
+ public:
+  using Base::Base;
+  const ProblemSpec& spec() const final { return Spec; }
 };
 
 struct ProblemEntry {

@@ -18,6 +18,15 @@ expect 0 "prompt" -- "$pkb" prompt allreduce
 for part in "## The problem" "## The reference" "## The machine" "PKB_SOLUTION(solve)" "allreduce_kernel"; do
   grep -qF -- "$part" "$dir/out.txt" || { echo "FAIL: prompt lacks '$part'"; fail=1; }
 done
+# The blocks a reference is written with come with it (problem 1: its
+# inputs' base class; 41: the ZeRO step and, through it, the Adam step).
+for part in "problems/blocks/collective_inputs.h" "class RankConstantCollective"; do
+  grep -qF -- "$part" "$dir/out.txt" || { echo "FAIL: prompt lacks '$part'"; fail=1; }
+done
+expect 0 "prompt with nested blocks" -- "$pkb" prompt 41
+for part in "problems/blocks/zero_mlp_step.h" "problems/blocks/adam.h"; do
+  grep -qF -- "$part" "$dir/out.txt" || { echo "FAIL: prompt of 41 lacks '$part'"; fail=1; }
+done
 expect 2 "prompt of two problems" -- "$pkb" prompt 1-2
 expect 0 "first run" -- "$pkb" run --device cpu --problems 1,3 --no-perf --trials 1 --out "$dir/r.jsonl"
 expect 2 "refuse to overwrite results" -- "$pkb" run --device cpu --problems 1 --no-perf --trials 1 --out "$dir/r.jsonl"

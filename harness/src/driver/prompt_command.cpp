@@ -2,9 +2,12 @@
 // harness itself uses, so the prompt cannot drift from what is evaluated:
 // the problem README, the C++ reference, the machine, the candidate ABI
 // headers and one worked example (a shipped symmetric-memory solution).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "common/build_info.h"
 #include "common/outcome.h"
@@ -29,10 +32,34 @@ std::string fenced(const std::string& lang, const std::string& body) {
   return "```" + lang + "\n" + body + (body.empty() || body.back() == '\n' ? "" : "\n") + "```\n";
 }
 
+// The shared building blocks (problems/blocks/) a reference is written with:
+// every `#include "../blocks/NAME"` of `text`, and of those blocks in turn,
+// each once, in the order first included. Without them a model reads a
+// composition of names, not the math (41 problems use blocks).
+void add_blocks(const std::string& blocks_dir, const std::string& text, std::vector<std::string>* names,
+                std::vector<std::string>* texts) {
+  static const std::string kPrefix = "#include \"../blocks/";
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(kPrefix, 0) != 0) continue;
+    const size_t end = line.find('"', kPrefix.size());
+    if (end == std::string::npos) continue;
+    const std::string name = line.substr(kPrefix.size(), end - kPrefix.size());
+    if (std::find(names->begin(), names->end(), name) != names->end()) continue;
+    names->push_back(name);
+    texts->push_back(read_text(blocks_dir + "/" + name));
+    add_blocks(blocks_dir, texts->back(), names, texts);
+  }
+}
+
 }  // namespace
 
 std::string prompt_text(const ProblemInfo& p, const Topology& t) {
   const std::string src = source_dir();
+  const std::string reference = read_text(p.source_dir + "/problem.cpp");
+  std::vector<std::string> block_names, block_texts;
+  add_blocks(p.source_dir + "/../blocks", reference, &block_names, &block_texts);
   std::ostringstream out;
   out << "# Task: " << p.folder_name() << " - " << p.spec.title << "\n\n"
       << "Write one CUDA source file that computes exactly what the reference below computes, on every rank, "
@@ -47,8 +74,11 @@ std::string prompt_text(const ProblemInfo& p, const Topology& t) {
       << "## The problem\n\n"
       << read_text(p.source_dir + "/README.md") << "\n"
       << "## The reference (C++; `comm` is the harness's torch.distributed-like facade over NCCL)\n\n"
-      << fenced("cpp", read_text(p.source_dir + "/problem.cpp")) << "\n"
-      << "## The machine\n\n"
+      << fenced("cpp", reference) << "\n";
+  if (!block_names.empty()) out << "The shared building blocks it includes (`problems/blocks/`):\n\n";
+  for (size_t i = 0; i < block_names.size(); ++i)
+    out << "`problems/blocks/" << block_names[i] << "`:\n\n" << fenced("cpp", block_texts[i]) << "\n";
+  out << "## The machine\n\n"
       << t.gpus << "x " << t.gpu << "; NVLink " << t.nvlink_bw_per_dir / 1e9 << " GB/s per GPU per direction; HBM "
       << t.hbm_bw / 1e12 << " TB/s per GPU; dense bf16 " << t.peak_bf16_flops / 1e12 << " TFLOP/s per GPU; "
       << "NVLink multicast (multimem) " << (t.multicast ? "available" : "NOT available: do not use it") << ".\n\n"

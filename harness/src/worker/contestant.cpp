@@ -240,9 +240,9 @@ class Contestant {
     }
     if (const char* f = nccl_guard::take_violation())
       throw CandidateFailure{Outcome::kForbiddenApi,
-                        std::string("the candidate called ") + f +
-                            " while it ran (NCCL reached by a route the static checks do not see; NOTE [NCCL "
-                            "calls counted])"};
+                             std::string("the candidate called ") + f +
+                                 " while it ran (NCCL reached by a route the static checks do not see; NOTE [NCCL "
+                                 "calls counted])"};
     if (threw) throw *threw;
     return out;
   }

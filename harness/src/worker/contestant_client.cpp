@@ -200,9 +200,9 @@ ContestantClient::~ContestantClient() {
   const int64_t kills = own_cgroup_oom_kills();
   if (r == pid_ && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && kills > oom_kills_at_start_ && oom_kills_at_start_ >= 0)
     throw CandidateFailure{Outcome::kRuntimeError,
-                            "out of memory while the candidate ran: the kernel's OOM killer killed the candidate's "
-                            "process " + what + " (the evaluation's cgroup counted " +
-                                std::to_string(kills - oom_kills_at_start_) + " kill(s))"};
+                           "out of memory while the candidate ran: the kernel's OOM killer killed the candidate's "
+                           "process " + what + " (the evaluation's cgroup counted " +
+                               std::to_string(kills - oom_kills_at_start_) + " kill(s))"};
   if (r == 0) kill(pid_, SIGKILL);
   else pid_ = -1;
   throw CandidateFailure{Outcome::kRuntimeError, "the candidate's process " + how + " " + what};
@@ -231,7 +231,7 @@ Json ContestantClient::request(Json req, const std::vector<int>& fds) {
           out_region_ = SharedRegion::open(msg["new_region"], fd, opts_.device);
         } catch (const std::exception& e) {
           throw CandidateFailure{Outcome::kRuntimeError,
-                                  std::string("the candidate's process sent an unusable output region: ") + e.what()};
+                                 std::string("the candidate's process sent an unusable output region: ") + e.what()};
         }
       } else {
         for (int f : got) close(f);
@@ -252,10 +252,10 @@ Json ContestantClient::request(Json req, const std::vector<int>& fds) {
     died("during '" + op + "'");
   } catch (const ChannelGarbage& e) {
     throw CandidateFailure{Outcome::kRuntimeError,
-                            "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
+                           "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
   } catch (const nlohmann::json::exception& e) {
     throw CandidateFailure{Outcome::kRuntimeError,
-                            "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
+                           "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
   }
 }
 

@@ -44,7 +44,7 @@ void QuietDevice::calibrate() {
   for (int i = 0; i < kQuietBaselineProbes; ++i) v.push_back(probe_us());
   std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
   baseline_us_ = v[v.size() / 2];
-  threshold_us_ = std::max({kQuietFactor * baseline_us_, baseline_us_ + kQuietMarginUs, kQuietFloorUs});
+  threshold_us_ = std::max(kQuietFactor * baseline_us_, kQuietFloorUs);
 }
 
 QuietWait QuietDevice::wait(double deadline_us) {
@@ -53,7 +53,6 @@ QuietWait QuietDevice::wait(double deadline_us) {
   int quiet_in_row = 0;
   for (;;) {
     const double us = probe_us();
-    ++w.probes;
     w.max_probe_us = std::max(w.max_probe_us, us);
     if (us <= threshold_us_) {
       ++quiet_in_row;

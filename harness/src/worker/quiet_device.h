@@ -14,20 +14,21 @@
 // host's clock, for whatever slice another context holds. The probe is such a
 // kernel (one block per SM, doing nothing); the device is quiet when two
 // probes in a row come back within the threshold: kQuietFactor times the
-// baseline probe, the baseline plus kQuietMarginUs, or kQuietFloorUs,
-// whichever is most. The baseline is measured when the contestant is set up
-// and no candidate is loaded yet, by every rank at once. The floor is there
-// because neither alone holds: an honest contestant's context, just idle,
+// baseline probe, or kQuietFloorUs, whichever is more. The baseline is
+// measured when the contestant is set up and no candidate is loaded yet, by
+// every rank at once. The floor is there because the baseline alone does
+// not hold: an honest contestant's context, just idle,
 // costs the first probe after it a context switch (W = 1 on an H200: baseline
 // 10 us, probes after an honest candidate's segments up to 204 us), and ranks
 // sharing a GPU do not always overlap their baseline probes as they do later
 // (one shared-GPU evaluation measured 10 us, then probed at 320-335 us: a
-// false timing_anomaly at a threshold of 260 us). A busy device costs a
-// probe a time slice, ~2 ms here, twice the floor.
+// false timing_anomaly at a threshold of 260 us, then max(4 x baseline,
+// baseline + 250 us)). A busy device costs a probe a time slice, ~2 ms here,
+// twice the floor.
 //
 // Ranks sharing a GPU meet again after the probes: a rank's segment beside
 // another's probes made them read busy (measured on an H200, W = 2 sharing,
-// honest candidates: 4-7 of 30 settles, waits of 2 ms each).
+// honest candidates: up to 7 of 31 settles a rank, probes of 1.9-2.3 ms).
 //
 // Measured there (gpu.attacks): the baseline probe is 274 us with two ranks
 // probing side by side (threshold 1.1 ms); beside the hog of attack sample
@@ -53,7 +54,6 @@
 namespace pkb {
 
 inline constexpr double kQuietFactor = 4.0;
-inline constexpr double kQuietMarginUs = 250;
 inline constexpr double kQuietFloorUs = 1000;
 inline constexpr double kQuietDeadlineUs = 1e6;
 inline constexpr int kQuietBaselineProbes = 16;
@@ -63,7 +63,6 @@ struct QuietWait {
   bool busy_seen = false;  // some probe was over the threshold
   double waited_us = 0;    // from the first probe to the last
   double max_probe_us = 0;
-  int probes = 0;
 };
 
 #ifdef PKB_HAVE_CUDA

@@ -87,7 +87,7 @@ def main(paths):
     print()
     print("slowest evaluations, rank 0 (trials: summed over trials; loop: the fresh timing loop, NOTE [fresh inputs]):")
     print()
-    print("| problem | wall s | trials: draw / candidate / reference / compare s | loop: total / segments / warm-up / "
+    print("| problem | wall s | trials: draw / candidate / reference / compare / inputs / digest s | loop: total / segments / warm-up / "
           "priming / draws / checks / agreement s | rounds |")
     print("|---|---:|---|---|---:|")
     for name, r in slowest:
@@ -96,7 +96,8 @@ def main(paths):
             tr.update(t.get("seconds", {}))
         pr = ((r.get("times") or {}).get("per_rank") or [{}])[0]
         lp = pr.get("loop_s", {})
-        trials = " / ".join(f"{tr.get(k, 0.0):.1f}" for k in ("draw", "candidate", "reference", "compare"))
+        trials = " / ".join(f"{tr.get(k, 0.0):.1f}" for k in ("draw", "candidate", "reference", "compare", "inputs",
+                                                             "digest"))
         loop = " / ".join(f"{lp.get(k, 0.0):.1f}" for k in ("total", "segments", "warm-up", "priming", "draws", "checks",
                                                              "agreement"))
         print(f"| {label(r)} | {r.get('process', {}).get('wall_s', 0.0):.1f} | {trials} | {loop} | {pr.get('rounds', '')} |")

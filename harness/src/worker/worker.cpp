@@ -385,18 +385,20 @@ class RankRun {
       if (t_ref_s_ < 0 || dt < t_ref_s_) t_ref_s_ = dt;
       lap("reference");
       CompareResult cmp = compare_outputs(want, got, tol_, checked_outputs(want.size()));
+      lap("compare");
       if (cmp.outcome == Outcome::kCorrect && hardened) {
         std::string changed = changed_input(inputs, ref_in, cand_in);
         if (!changed.empty()) {
           cmp.outcome = Outcome::kOutputMismatch;
           cmp.reason = changed;
         }
+        lap("inputs");
       }
       Json tj = to_json(cmp);
       tj["trial"] = t;
       tj["kind"] = ts.kind();
       tj["reference_digest"] = output_digest(want);  // NOTE [reference fingerprints]
-      lap("compare");
+      lap("digest");
       tj["seconds"] = rounded(spent);
       result_["trials"].push_back(tj);
       if (!judge("t" + std::to_string(t) + "/verdict", label, cmp, {{"trial", t}, {"kind", ts.kind()}})) return;

@@ -7,7 +7,8 @@ usage: check_results.py RESULTS.jsonl --expect SAMPLE=OUTCOME ... [--count N]
 --expect 3=runtime_error   the record of sample 3 has that outcome
 --all correct              every record has that outcome
 --count N                  exactly N records
---times                    every correct record has positive reference and candidate times
+--times                    every correct record has positive reference and candidate times, and on
+                           every rank as many timed segments of either side
 --no-survivors             no worker process of any record is still alive
 --shared-gpu               every record says its ranks shared a GPU (shared_gpu: true)
 --reason 3=TEXT            the record of sample 3's reason contains TEXT
@@ -70,6 +71,14 @@ def main():
             t = r.get("times", {})
             if not (t.get("reference_us", 0) > 0 and t.get("candidate_us", 0) > 0):
                 failures.append(f"problem {r['problem_id']}: correct but no times: {t}")
+            # The sides alternate and stop together (NOTE [fresh inputs],
+            # step 3; the published protocol's counts are fixed): on every
+            # rank both took the same number of timed segments.
+            for pr in t.get("per_rank", []):
+                segs = [pr.get(side, {}).get("segments") for side in ("reference", "candidate")]
+                if segs[0] != segs[1]:
+                    failures.append(f"problem {r['problem_id']} rank {pr.get('rank')}: timed segments "
+                                    f"reference {segs[0]} / candidate {segs[1]}")
     if a.shared_gpu:
         for r in records:
             if r.get("shared_gpu") is not True:

@@ -259,13 +259,6 @@ void LocalSide::warm(int calls, int start) {
   peers_.device_sync();
 }
 
-Outputs LocalSide::call_on(int g) {
-  PKB_CHECK(g >= 0 && g < static_cast<int>(groups_.size()), "no input group ", g);
-  Outputs out = fn_(groups_[g]);
-  peers_.device_sync();
-  return out;
-}
-
 void LocalSide::refill(int g, const Inputs& contents) {
   PKB_CHECK(g >= 0 && g < static_cast<int>(groups_.size()), "no input group ", g);
   Inputs& dst = groups_[g];

@@ -235,8 +235,6 @@ class LocalSide final : public TimedSide {
   const std::vector<Outputs>& kept_all() const { return kept_; }
   Outputs last_outputs() override { return last_; }
   Inputs last_inputs() override;
-  // One untimed call on group `g`'s contents, the device idle after it.
-  Outputs call_on(int g);
 
  private:
   Outputs call();

@@ -27,7 +27,7 @@ struct SideState {
   double time_us = 0;  // its requests, by this referee's clock
   int warm_calls = 0;
   double last_warm_per_call = -1;
-  bool warm_done = false, done = false, noise_met = false;
+  bool warm_done = false, noise_met = false;
 };
 
 // Every rank's flags for the sides, in one exchange; a side is done only
@@ -131,9 +131,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     const double dt = us_since(t0);
     draw_us += dt;
     res.loop_s["draws"] += dt / 1e6;
-    const int serving = (c.done ? 0 : 1) + (r.done ? 0 : 1);
-    for (SideState* s : {&c, &r})
-      if (!s->done && serving) s->time_us += dt / serving;
+    for (SideState* s : {&c, &r}) s->time_us += dt / 2;
   };
   auto announce = [&](int calls) {
     if (opts.phase) opts.phase(calls);
@@ -185,15 +183,14 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
 
   // Rounds (step 3), sides alternated C R R C as published.
   std::mt19937_64 pick(opts.pick_seed);
-  for (int k = 0; k < kMaxRounds && !(c.done && r.done); ++k) {
+  bool done = false;
+  for (int k = 0; k < kMaxRounds && !done; ++k) {
     announce(2 * S);
     const int first = static_cast<int>((static_cast<int64_t>(k) * S) % P);
     refill(first, S);
     SideState* order[2] = {&c, &r};
     if (k % 2) std::swap(order[0], order[1]);
-    bool ran_c = false, ran_r = false;
     for (SideState* s : order) {
-      if (s->done) continue;
       account("segments", [&] {
         run(*s, [&] {
           SegmentSpec spec;
@@ -211,13 +208,11 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
           s->tally.add(s->side->segment(spec));
         });
       });
-      (s == &c ? ran_c : ran_r) = true;
     }
     // Step 2: calls picked now, after the candidate replied; the reference's
-    // outputs on the same contents (its own segment's, or one call on the
-    // group's contents when it has stopped).
+    // outputs of its own segment on the same contents.
     const auto checks_t0 = Clock::now();
-    if (ran_c && !res.check_failed) {
+    if (!res.check_failed) {
       cand.pause();
       std::vector<int> positions;
       std::bernoulli_distribution coin(0.25);
@@ -225,12 +220,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
         if (coin(pick)) positions.push_back(i);
       if (positions.empty()) positions.push_back(static_cast<int>(std::uniform_int_distribution<int>(0, S - 1)(pick)));
       std::vector<Outputs> got = cand.kept(positions);
-      std::vector<Outputs> want;
-      if (ran_r) {
-        want = ref.kept(positions);
-      } else {
-        for (int p : positions) want.push_back(ref.call_on((first + p) % P));
-      }
+      std::vector<Outputs> want = ref.kept(positions);
       for (size_t i = 0; i < positions.size() && !res.check_failed; ++i) {
         CompareResult cmp = check(want[i], got[i]);
         ++res.checked;
@@ -242,19 +232,17 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
       }
     }
     res.loop_s["checks"] += us_since(checks_t0) / 1e6;
-    // The stopping rule, agreed across ranks.
-    bool done_c = c.done, done_r = r.done;
+    // The stopping rule, agreed across ranks; the sides stop together (step
+    // 3: a side satisfied first keeps its segment in every round).
+    bool sat_c = false, sat_r = false;
     for (SideState* s : {&c, &r}) {
-      if (s->done) continue;
       const bool floor = static_cast<int>(s->tally.samples.size()) >= opts.min_samples;
       s->noise_met = floor && median_noise(s->tally.samples) <= opts.max_noise;
-      bool stop = floor && (s->noise_met || s->time_us >= opts.max_time_s * 1e6);
-      (s == &c ? done_c : done_r) = stop;
+      (s == &c ? sat_c : sat_r) = floor && (s->noise_met || s->time_us >= opts.max_time_s * 1e6);
     }
     bool failed_any = res.check_failed;
-    account("agreement", [&] { agree(peers, "timing/" + std::to_string(k) + "/done", &done_c, &done_r, &failed_any); });
-    c.done = done_c || failed_any;
-    r.done = done_r || failed_any;
+    account("agreement", [&] { agree(peers, "timing/" + std::to_string(k) + "/done", &sat_c, &sat_r, &failed_any); });
+    done = (sat_c && sat_r) || failed_any;
     res.rounds = k + 1;
   }
   // The last outputs before the account closes: work a contestant deferred

@@ -30,11 +30,17 @@
 //     priming segments (step 2 of NOTE [timing protocol], outside the sides'
 //     time: they detect host_sync, by two gate timeouts where it holds); then
 //     rounds of one segment per side, alternated C R R C as published, until
-//     the side has at least min_samples samples and the 95% confidence
-//     interval of its median is within max_noise of it, or its time
-//     (warm-up and segments, by the referee's clock, and half of each draw
-//     it shares) reaches max_time. Every
-//     stop is agreed across ranks (all ranks make the same calls). The record
+//     each side is satisfied: it has at least min_samples samples and the
+//     95% confidence interval of its median is within max_noise of it, or
+//     its time (warm-up and segments, by the referee's clock, and half of
+//     each draw it shares) has reached max_time. The sides stop together: a
+//     side satisfied first keeps its segment in every round, so that both
+//     sides' samples cover the same stretch of time and drift hits them
+//     alike (with each side stopping on its own, 52 at W = 1 on the H200
+//     read 0.953x against itself: the reference's noise was met after 5
+//     rounds, the candidate's ran 21 into a slower stretch). A side's time
+//     can so exceed max_time, by at most the other side's. Every stop is
+//     agreed across ranks (all ranks make the same calls). The record
 //     carries the samples, the noise reached and whether it met the target.
 //  4. Segments: S calls, S from the reference's fastest trial call (about
 //     kSegmentTargetUs of calls, 4..32), or, where that call is under
@@ -115,8 +121,8 @@ struct FreshResult {
   bool noise_met_cand = false, noise_met_ref = false;
   // Where the loop's wall time went, by the referee's clock (a report: the
   // sides' own time_s decide the stopping): "warm-up", "priming",
-  // "segments", "draws", "checks" (kept outputs, the reference's calls for a
-  // stopped side, the comparisons), "agreement" (stops agreed across ranks)
+  // "segments", "draws", "checks" (kept outputs and their comparisons),
+  // "agreement" (stops agreed across ranks)
   // and "total".
   std::map<std::string, double> loop_s;
 };

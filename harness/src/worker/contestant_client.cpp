@@ -98,6 +98,11 @@ std::string status_text(int st) {
   return "ended";
 }
 
+// Bytes or JSON the channel cannot read as a reply to `op`.
+CandidateFailure out_of_protocol(const std::string& op, const char* what) {
+  return {Outcome::kRuntimeError, "the candidate's process answered '" + op + "' out of protocol: " + what};
+}
+
 }  // namespace
 
 ContestantClient::ContestantClient(ContestantOptions o) : opts_(std::move(o)) {
@@ -251,11 +256,9 @@ Json ContestantClient::request(Json req, const std::vector<int>& fds) {
   } catch (const ChannelClosed&) {
     died("during '" + op + "'");
   } catch (const ChannelGarbage& e) {
-    throw CandidateFailure{Outcome::kRuntimeError,
-                           "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
+    throw out_of_protocol(op, e.what());
   } catch (const nlohmann::json::exception& e) {
-    throw CandidateFailure{Outcome::kRuntimeError,
-                           "the candidate's process answered '" + op + "' out of protocol: " + e.what()};
+    throw out_of_protocol(op, e.what());
   }
 }
 

@@ -24,7 +24,7 @@ class Conv2dBoundaryExchange : public pkb::ProblemWithSpec<kSpec> {
   // and bias drawn in that order in the run's dtype (weight and bias differ
   // per rank, as published).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device).dtype(req.dtype);
+    auto opts = req.options();
     const int64_t choices[3] = {320, 640, 1280};
     const int64_t channels = choices[std::min<int64_t>(req.n / 512, 2)];
     const int64_t padding = 1, kernel = 2 * padding + 1;

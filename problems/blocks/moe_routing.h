@@ -22,7 +22,7 @@ inline std::string moe_experts_check(int world) {
 // One randperm(8) per token whose first two entries are the token's
 // (distinct) experts: (M, 2) int64.
 inline at::Tensor distinct_expert_picks(const InputRequest& req) {
-  auto opts = at::device(req.device).dtype(at::kLong);
+  auto opts = req.options(at::kLong);
   std::vector<at::Tensor> picks;
   picks.reserve(req.m);
   for (int64_t t = 0; t < req.m; ++t) picks.push_back(at::randperm(kNumExperts, opts).narrow(0, 0, kTopK));
@@ -70,7 +70,7 @@ inline SplitArgs splits_at(const Inputs& in, size_t first, int world) {
 // num_global_tokens_per_local_expert: `routed` rows spread evenly over the 8
 // experts, as (W, 8/W).
 inline at::Tensor uniform_tokens_per_local_expert(const InputRequest& req, int64_t routed) {
-  at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, at::device(req.device).dtype(at::kLong));
+  at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, req.options(at::kLong));
   per_slot.narrow(0, 0, routed % kNumExperts).add_(1);
   return per_slot.view({req.world, kNumExperts / req.world});
 }

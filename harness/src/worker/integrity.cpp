@@ -12,11 +12,7 @@ std::vector<TrialSpec> plan_trials(int published, int integrity) {
   return out;
 }
 
-namespace {
-
 at::Tensor flat_bytes(const at::Tensor& t) { return t.contiguous().reshape({-1}).view(at::kByte); }
-
-}  // namespace
 
 bool same_bits(const at::Tensor& a, const at::Tensor& b, int64_t chunk_bytes) {
   if (a.defined() != b.defined()) return false;

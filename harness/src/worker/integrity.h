@@ -28,6 +28,10 @@ std::vector<TrialSpec> plan_trials(int published, int integrity);
 inline constexpr int64_t kTimingDrawBase = int64_t{1} << 29;
 inline constexpr uint64_t kTimingDrawSpan = uint64_t{1} << 28;
 
+// A tensor's bytes in row-major order, whatever its strides, as a 1-D uint8
+// tensor on its device (a view where it is contiguous).
+at::Tensor flat_bytes(const at::Tensor& t);
+
 // Bit for bit (NaN payloads and signed zeros count), in chunks (at::equal
 // on a GPU would need a bool per element).
 inline constexpr int64_t kSameBitsChunkBytes = int64_t{1} << 28;

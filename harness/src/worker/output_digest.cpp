@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/sha256.h"
+#include "worker/integrity.h"
 
 namespace pkb {
 
@@ -27,9 +28,8 @@ std::string output_digest(const Outputs& outs) {
     for (int64_t s : t.sizes()) head += std::to_string(s) + ',';
     head += "]:";
     h.update(head);
-    // Detached, so that an output that requires grad is read as its values;
-    // row-major bytes, whatever the strides.
-    at::Tensor bytes = t.detach().resolve_conj().resolve_neg().contiguous().reshape({-1}).view(at::kByte);
+    // Detached, so that an output that requires grad is read as its values.
+    at::Tensor bytes = flat_bytes(t.detach().resolve_conj().resolve_neg());
     const int64_t n = bytes.numel();
     for (int64_t off = 0; off < n; off += kDigestChunkBytes) {
       at::Tensor piece = bytes.narrow(0, off, std::min(kDigestChunkBytes, n - off));

@@ -20,16 +20,24 @@ class MoePreAll2All : public pkb::ProblemWithSpec<kSpec> {
   std::string check_world(int world) const override { return moe_experts_check(world); }
 
   // RNG order as published: hidden_states' randn, then one randperm(8) per
-  // token whose first two entries are the token's (distinct) experts.
+  // token whose first two entries are the token's (distinct) experts. The
+  // integrity and timing draws batch the same distributions (RoutingDraw).
   // Inputs: hidden_states, expert_mask (8, 2, M) fp32, num_experts, the W input
   // splits, the W output splits, num_global_tokens_per_local_expert, group.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, RoutingDraw::kPublished);
+  }
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, RoutingDraw::kBatched);
+  }
+
+  pkb::Inputs draw(const pkb::InputRequest& req, RoutingDraw how) const {
     check_even_splits(req, 28);
     auto opts = at::device(req.device);
     at::Tensor hidden = at::randn({req.m, req.n}, opts.dtype(req.dtype));
     // [e, k, t] = 1 iff token t's k-th pick is e.
     at::Tensor expert_mask =
-        at::one_hot(distinct_expert_picks(req), kNumExperts).permute({2, 1, 0}).contiguous().to(at::kFloat);
+        at::one_hot(distinct_expert_picks(req, how), kNumExperts).permute({2, 1, 0}).contiguous().to(at::kFloat);
     const int64_t routed = kTopK * req.m;  // always: the two picks are distinct
     pkb::Inputs in;
     in.add("hidden_states", hidden);

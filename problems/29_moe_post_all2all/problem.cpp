@@ -22,23 +22,36 @@ class MoePostAll2All : public pkb::ProblemWithSpec<kSpec> {
 
   // RNG order as published: one randperm(8) per token (its first two entries
   // are the token's experts), then per token a randn(2) softmaxed into its two
-  // routing weights, then the expert outputs' randn.
+  // routing weights, then the expert outputs' randn. The integrity and timing
+  // draws batch the same distributions (RoutingDraw).
   // Inputs: expert_outputs, routing_weights, selected_experts, num_experts,
   // the W input splits, the W output splits, num_global_tokens_per_local_expert,
   // routing_map, local_input_permutation_mapping, org_hidden_states_shape
   // (M then N), group.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, RoutingDraw::kPublished);
+  }
+  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
+    return draw(req, RoutingDraw::kBatched);
+  }
+
+  pkb::Inputs draw(const pkb::InputRequest& req, RoutingDraw how) const {
     check_even_splits(req, 29);
     auto opts = at::device(req.device);
     const int64_t m = req.m;
-    at::Tensor picked = distinct_expert_picks(req);  // (M, 2), distinct experts
+    at::Tensor picked = distinct_expert_picks(req, how);  // (M, 2), distinct experts
     at::Tensor routing_map = at::one_hot(picked, kNumExperts).sum(1).t().contiguous().to(at::kBool);  // (8, M)
     // A token's experts in ascending order (torch.where over the map's column).
     at::Tensor selected = std::get<0>(picked.sort(1));
-    std::vector<at::Tensor> weights;
-    weights.reserve(m);
-    for (int64_t t = 0; t < m; ++t) weights.push_back(at::randn({kTopK}, opts.dtype(req.dtype)).softmax(0));
-    at::Tensor routing_weights = at::stack(weights);
+    at::Tensor routing_weights;
+    if (how == RoutingDraw::kBatched) {
+      routing_weights = at::randn({m, kTopK}, opts.dtype(req.dtype)).softmax(1);
+    } else {
+      std::vector<at::Tensor> weights;
+      weights.reserve(m);
+      for (int64_t t = 0; t < m; ++t) weights.push_back(at::randn({kTopK}, opts.dtype(req.dtype)).softmax(0));
+      routing_weights = at::stack(weights);
+    }
     const int64_t routed = kTopK * m;
     at::Tensor expert_outputs = at::randn({routed, req.n}, opts.dtype(req.dtype));
     // Expert-major, tokens ascending within an expert.

@@ -19,9 +19,21 @@ inline std::string moe_experts_check(int world) {
   return "";
 }
 
-// One randperm(8) per token whose first two entries are the token's
-// (distinct) experts: (M, 2) int64.
-inline at::Tensor distinct_expert_picks(const InputRequest& req) {
+// How the per-token routing is drawn. kPublished: the published RNG order,
+// one randperm(8) per token (and in 29 one randn(2)), which trial 0 and the
+// golden fixtures reproduce. kBatched: the same distributions in one draw for
+// all tokens, for the integrity trials and the fresh timing's draws (NOTE
+// [fresh inputs] in harness/src/worker/timing_fresh.h), which owe no RNG
+// order: M = 1024 randperm calls took ~68 ms a draw on the H200, and the
+// timing's draws count in a side's --max-time, so 28 and 29 got 20 timed
+// calls a side (28 read 1.47x against itself at W = 1, 34% noise).
+enum class RoutingDraw { kPublished, kBatched };
+
+// The token's two distinct experts, the first two of a uniform permutation
+// of the 8: (M, 2) int64.
+inline at::Tensor distinct_expert_picks(const InputRequest& req, RoutingDraw how) {
+  if (how == RoutingDraw::kBatched)  // the order of i.i.d. uniforms is a uniform permutation
+    return at::rand({req.m, kNumExperts}, req.options(at::kFloat)).argsort(/*dim=*/1, /*descending=*/false).narrow(1, 0, kTopK).contiguous();
   auto opts = req.options(at::kLong);
   std::vector<at::Tensor> picks;
   picks.reserve(req.m);

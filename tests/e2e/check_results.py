@@ -39,6 +39,7 @@ def main():
     ap.add_argument("--pids-dead")
     ap.add_argument("--no-sample", type=int, action="append", default=[])
     ap.add_argument("--fingerprints")
+    ap.add_argument("--contestant-start")
     a = ap.parse_args()
 
     records = [json.loads(line) for line in open(a.results) if line.strip()]
@@ -79,6 +80,16 @@ def main():
                 if segs[0] != segs[1]:
                     failures.append(f"problem {r['problem_id']} rank {pr.get('rank')}: timed segments "
                                     f"reference {segs[0]} / candidate {segs[1]}")
+    if a.contestant_start:
+        # How each rank's contestant started (NOTE [contestant start]): an
+        # exec where a fork was expected costs every evaluation a second
+        # libtorch initialisation per rank.
+        for r in records:
+            for c in r.get("contestants") or []:
+                got = c.get("contestant", {}).get("start")
+                if got != a.contestant_start:
+                    failures.append(f"problem {r['problem_id']} sample {r['sample']} rank {c.get('rank')}: "
+                                    f"contestant started by {got}, expected {a.contestant_start}")
     if a.shared_gpu:
         for r in records:
             if r.get("shared_gpu") is not True:

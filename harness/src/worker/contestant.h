@@ -6,9 +6,9 @@
 // referee (`pkb worker`, worker/worker.cpp) is trusted: it joins the store
 // and the process group, loads the problem plugin, draws the inputs, runs
 // and times the reference, compares, and writes the rank's result. The
-// contestant (`pkb contestant`, started by its referee with fork + exec, so
-// it shares no memory with it) loads only the candidate and runs it when
-// asked. Between them (worker/contestant_client.h drives the protocol):
+// contestant (forked by its referee before the referee holds anything of the
+// evaluation, NOTE [contestant start] in worker/contestant_client.cpp, so it
+// shares no memory with it) loads only the candidate and runs it when asked. Between them (worker/contestant_client.h drives the protocol):
 //  - one AF_UNIX socket pair (worker/control_channel.h), the contestant's only
 //    connection: its environment holds no store address, and its store
 //    (worker/proxy_store.h) is a proxy through the referee under the prefix
@@ -38,7 +38,9 @@
 
 namespace pkb {
 
-// `pkb contestant --fd N`: serves its referee on the control channel N.
+// Serves its referee on the control channel `fd`, then exits the process:
+// called in the forked child, or by `pkb contestant --fd N` where the referee
+// had to exec (NOTE [contestant start]).
 int contestant_main(int fd);
 
 }  // namespace pkb

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 
 #include "common/process_tree.h"
 #include "pkb/check.h"
+#include "worker/contestant.h"
 #include "worker/proxy_store.h"
 
 extern char** environ;
@@ -105,48 +107,106 @@ CandidateFailure out_of_protocol(const std::string& op, const char* what) {
 
 }  // namespace
 
-ContestantClient::ContestantClient(ContestantOptions o) : opts_(std::move(o)) {
-  // Orphans of the contestant become this process's children, so freeze()
-  // finds them (and the driver, the next subreaper up, reaps them last).
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
+// NOTE [contestant start]
+// The contestant is forked from its referee at the very start of `pkb
+// worker`, before the referee has joined the store, loaded the problem or
+// drawn anything, and runs contestant_main() without an exec. An exec of pkb
+// paid libtorch's static initialisation again in every contestant (~0.35
+// CPU-s each, measured on the 2-core CI machine: at W = 2 on CPU that made an
+// evaluation of problems 1-30 cost 36% more than before the split); the fork
+// shares the initialised libraries copy-on-write. What the exec gave is kept:
+//  - nothing of the referee's worth having: at that point its memory holds the
+//    command line and the parsed job (both readable by the contestant
+//    anyway: /proc/<referee>/cmdline, the job file), and the environment,
+//    whose store address and job variables the child erases (the strings
+//    themselves, not only their entries in `environ`); seeds and nonces are
+//    drawn later, in the referee only;
+//  - descriptors: stdin /dev/null, the log, the control channel, nothing
+//    else;
+//  - a process that may be traced and read by its own user, as an exec'd one
+//    is (the referee, not dumpable without root, stays so).
+// A fork is only safe from a process with one thread (another thread may
+// hold a lock the child would wait on forever): with more, the child execs
+// `pkb contestant` as before.
+namespace {
+
+int thread_count() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
+// In the child, before anything else: the environment's scrubbed entries,
+// unset and overwritten.
+void erase_scrubbed_environment() {
+  std::vector<std::pair<char*, size_t>> wipe;
+  std::vector<std::string> names;
+  for (char** e = environ; *e; ++e) {
+    if (!scrubbed(*e)) continue;
+    wipe.emplace_back(*e, strlen(*e));
+    names.emplace_back(*e, strchr(*e, '=') - *e);
+  }
+  for (const auto& n : names) unsetenv(n.c_str());
+  for (auto [p, n] : wipe) memset(p, 0, n);
+}
+
+}  // namespace
+
+ContestantProcess start_contestant_process(const std::string& work_dir) {
   int fds[2];
   ControlChannel::make_pair(fds);
-  // Everything the child needs, built before fork (only async-signal-safe
-  // calls between fork and exec).
+  const bool exec_needed = thread_count() != 1;
+  // For the exec: everything built before fork (only async-signal-safe calls
+  // between fork and exec in a process with other threads).
   std::vector<std::string> env_s;
   for (char** e = environ; *e; ++e)
     if (!scrubbed(*e)) env_s.push_back(*e);
   std::vector<char*> envp;
   for (auto& s : env_s) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string exe = "/proc/self/exe";
   std::string fd_arg = "3";
   std::vector<char*> argv{const_cast<char*>("pkb"), const_cast<char*>("contestant"), const_cast<char*>("--fd"),
                           fd_arg.data(), nullptr};
   char exe_path[4096];
-  ssize_t n = readlink(exe.c_str(), exe_path, sizeof(exe_path) - 1);
+  ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
   PKB_CHECK(n > 0, "readlink(/proc/self/exe)");
   exe_path[n] = '\0';
   const long max_fd = sysconf(_SC_OPEN_MAX);
-  const char* work_dir = opts_.work_dir.empty() ? nullptr : opts_.work_dir.c_str();
-  pid_ = fork();
-  PKB_CHECK(pid_ >= 0, "fork: ", strerror(errno));
-  if (pid_ == 0) {
-    // The contestant holds stdin from /dev/null, this rank's log as stdout
-    // and stderr, the control channel as fd 3, and nothing else: not the
-    // store's socket, not Gloo's, not the job or result files.
+  const char* dir = work_dir.empty() ? nullptr : work_dir.c_str();
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t pid = fork();
+  PKB_CHECK(pid >= 0, "fork: ", strerror(errno));
+  if (pid == 0) {
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, 0);
     if (dup2(fds[1], 3) < 0) _exit(127);
     if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
       for (long f = 4; f < max_fd; ++f) close(static_cast<int>(f));
-    if (work_dir && chdir(work_dir) != 0) _exit(127);
-    execve(exe_path, argv.data(), envp.data());
+    if (dir && chdir(dir) != 0) _exit(127);
+    if (exec_needed) {
+      execve(exe_path, argv.data(), envp.data());
+      _exit(127);
+    }
+    erase_scrubbed_environment();
+    prctl(PR_SET_DUMPABLE, 1);
+    contestant_main(3);  // does not return
     _exit(127);
   }
   close(fds[1]);
+  return {pid, fds[0], exec_needed, ""};
+}
+
+ContestantClient::ContestantClient(ContestantOptions o, ContestantProcess p) : opts_(std::move(o)), pid_(p.pid), exec_(p.exec) {
+  // Orphans of the contestant become this process's children, so freeze()
+  // finds them (and the driver, the next subreaper up, reaps them last).
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   oom_kills_at_start_ = own_cgroup_oom_kills();
-  ch_ = std::make_unique<ControlChannel>(fds[0]);
+  ch_ = std::make_unique<ControlChannel>(p.fd);
   Json req = {{"op", "setup"},
               {"rank", opts_.rank},
               {"world", opts_.world},
@@ -174,7 +234,10 @@ void ContestantClient::ready(RankPeers& referee) {
     PKB_CHECK(false, "the contestant's set-up failed: ", e.what());
   }
   PKB_CHECK(!reply.contains("error"), "the contestant's set-up failed: ", reply.value("error", std::string()));
-  info_ = {{"pid", static_cast<int>(pid_)}, {"uid", reply.value("uid", -1)}, {"isolation", reply.value("isolation", Json())}};
+  info_ = {{"pid", static_cast<int>(pid_)},
+           {"start", exec_ ? "exec" : "fork"},
+           {"uid", reply.value("uid", -1)},
+           {"isolation", reply.value("isolation", Json())}};
 #ifdef PKB_HAVE_CUDA
   // NOTE [quiet device]: no candidate is loaded yet, and the ranks sharing
   // a GPU probe it side by side, as they will before every reference segment.

@@ -38,15 +38,27 @@ struct ContestantOptions {
   Json topology = Json::object();
   int uid = -1, gid = -1;   // the user it drops to (-1: stays this one)
   bool isolate_net = false;  // a network namespace of its own (needs root)
-  std::string log_path;      // its stdout and stderr
-  std::string work_dir;      // its working directory
 };
+
+// A contestant process, started and not yet set up.
+struct ContestantProcess {
+  pid_t pid = -1;
+  int fd = -1;        // the referee's end of the control channel
+  bool exec = false;   // exec'd `pkb contestant` (this process had threads)
+  std::string error;  // why it was not started (pid -1)
+};
+
+// Starts the contestant (NOTE [contestant start]): its working directory is
+// `work_dir`, its stdin /dev/null, its stdout and stderr this process's (the
+// rank's log), and the control channel its one other descriptor. Call it
+// before this process holds anything of the evaluation.
+ContestantProcess start_contestant_process(const std::string& work_dir);
 
 class ContestantClient {
  public:
-  // Starts it and sends its set-up, without waiting: it loads torch (and
-  // makes its CUDA context) while the referee sets itself up.
-  explicit ContestantClient(ContestantOptions o);
+  // Sends its set-up, without waiting: it makes its CUDA context while the
+  // referee sets itself up.
+  ContestantClient(ContestantOptions o, ContestantProcess p);
   // Waits for its set-up; from here on its store requests go to `referee`'s
   // store. On a GPU, every rank then measures the quiet device's probe
   // (NOTE [quiet device]) before any candidate is loaded.
@@ -91,6 +103,7 @@ class ContestantClient {
   RankPeers* referee_ = nullptr;
   ContestantOptions opts_;
   pid_t pid_ = -1;
+  bool exec_ = false;
   std::unique_ptr<ControlChannel> ch_;
   std::map<int, std::shared_ptr<SharedRegion>> slots_;
   std::shared_ptr<SharedRegion> out_region_;

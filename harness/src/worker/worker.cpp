@@ -81,7 +81,8 @@ Inputs to_device(const Inputs& in, const at::Device& device) {
 
 class RankRun {
  public:
-  RankRun(const Job& job, int rank, int world) : job_(job), rank_(rank), world_(world) {
+  RankRun(const Job& job, int rank, int world, std::optional<ContestantProcess> contestant)
+      : job_(job), rank_(rank), world_(world), contestant_process_(contestant) {
     result_["rank"] = rank;
     result_["pid"] = static_cast<int>(getpid());
   }
@@ -162,12 +163,12 @@ class RankRun {
     }
   }
 
-  // NOTE [referee and contestant]: started first, so that it loads torch
-  // (and makes its CUDA context) while this process sets itself up; it drops
-  // to the worker user, this process stays as it is.
+  // NOTE [referee and contestant]: set up first, so that it makes its CUDA
+  // context while this process sets itself up; it drops to the worker user,
+  // this process stays as it is.
   void spawn_contestant() {
-    std::string cand = job_.j.value("candidate", "reference");
-    if (job_.mode() != "eval" || cand == "reference" || cand.rfind("audit:", 0) == 0) return;
+    if (!contestant_process_) return;
+    PKB_CHECK(contestant_process_->error.empty(), "cannot start the contestant: ", contestant_process_->error);
     ContestantOptions o;
     o.rank = rank_;
     o.world = world_;
@@ -177,13 +178,12 @@ class RankRun {
     o.uid = job_.j.value("contestant_uid", -1);
     o.gid = job_.j.value("contestant_gid", -1);
     o.isolate_net = geteuid() == 0 && job_.j.value("contestant_netns", true);
-    o.work_dir = job_.j.value("contestant_dir", std::string());
     if (geteuid() != 0) {
       // Same user as the contestant: not dumpable, so it cannot trace this
       // process or open its /proc files (memory, file descriptors).
       prctl(PR_SET_DUMPABLE, 0);
     }
-    contestant_ = std::make_unique<ContestantClient>(o);
+    contestant_ = std::make_unique<ContestantClient>(o, *contestant_process_);
   }
 
   void start_contestant() {
@@ -833,6 +833,7 @@ class RankRun {
   std::unique_ptr<MemoryProbe> memory_;
   std::shared_ptr<Problem> problem_;
   Tolerance tol_;
+  std::optional<ContestantProcess> contestant_process_;  // started by worker_main
   std::unique_ptr<ContestantClient> contestant_;
   std::optional<Placed> last_placed_;  // the contestant's inputs of its last call
   TrivialFn trivial_;  // `pkb audit`'s built-in candidates
@@ -865,7 +866,18 @@ int worker_main(const std::string& job_path) {
     fflush(stderr);
     _exit(code);
   }
-  RankRun run(job, rank, world);
+  // NOTE [contestant start]: before this process holds anything of the
+  // evaluation; a failure is the rank's harness_error, in its result.
+  std::optional<ContestantProcess> contestant;
+  std::string cand = job.j.value("candidate", "reference");
+  if (job.mode() == "eval" && cand != "reference" && cand.rfind("audit:", 0) != 0) {
+    try {
+      contestant = start_contestant_process(job.j.value("contestant_dir", std::string()));
+    } catch (const std::exception& e) {
+      contestant = ContestantProcess{-1, -1, false, error_text(e)};
+    }
+  }
+  RankRun run(job, rank, world, contestant);
   int code = run.run();
   fflush(stdout);
   fflush(stderr);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -127,7 +128,8 @@ CandidateFailure out_of_protocol(const std::string& op, const char* what) {
 //    is (the referee, not dumpable without root, stays so).
 // A fork is only safe from a process with one thread (another thread may
 // hold a lock the child would wait on forever): with more, the child execs
-// `pkb contestant` as before.
+// `pkb contestant` as before (PKB_CONTESTANT_START=exec forces that path, so
+// that a test keeps it working).
 namespace {
 
 int thread_count() {
@@ -159,7 +161,8 @@ void erase_scrubbed_environment() {
 ContestantProcess start_contestant_process(const std::string& work_dir) {
   int fds[2];
   ControlChannel::make_pair(fds);
-  const bool exec_needed = thread_count() != 1;
+  const char* forced = std::getenv("PKB_CONTESTANT_START");
+  const bool exec_needed = thread_count() != 1 || (forced && std::string(forced) == "exec");
   // For the exec: everything built before fork (only async-signal-safe calls
   // between fork and exec in a process with other threads).
   std::vector<std::string> env_s;

@@ -204,7 +204,8 @@ ContestantProcess start_contestant_process(const std::string& work_dir) {
   return {pid, fds[0], exec_needed, ""};
 }
 
-ContestantClient::ContestantClient(ContestantOptions o, ContestantProcess p) : opts_(std::move(o)), pid_(p.pid), exec_(p.exec) {
+ContestantClient::ContestantClient(ContestantOptions o, ContestantProcess p)
+    : opts_(std::move(o)), pid_(p.pid), exec_(p.exec) {
   // Orphans of the contestant become this process's children, so freeze()
   // finds them (and the driver, the next subreaper up, reaps them last).
   prctl(PR_SET_CHILD_SUBREAPER, 1);

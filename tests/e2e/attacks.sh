@@ -45,7 +45,7 @@ else
 fi
 t1=$(date +%s)
 echo "attacks at np=$np: $((t1 - t0)) s"
-python3 "$here/check_results.py" "$out" --count 21 \
+python3 "$here/check_results.py" "$out" --count 22 \
   --expect 0=output_mismatch --expect 1=output_mismatch --expect 2=output_mismatch \
   --expect 3=output_mismatch --reason "3=input 'tensor'" \
   --expect 4=forbidden_api --reason "4=dispatcher" \
@@ -58,7 +58,7 @@ python3 "$here/check_results.py" "$out" --count 21 \
   --expect 14=runtime_error --reason "14=out of protocol" \
   --expect 15=timing_anomaly --reason "15=referee" \
   --expect 16=output_mismatch --expect 17=correct --expect 18=$expected_18 \
-  --expect 19=$expected_19 --expect 20=correct \
+  --expect 19=$expected_19 --expect 20=correct --expect 21=correct \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
 # What the attacks of issue 21 saw from inside (their notes in $dir/pids).
 python3 - "$dir/pids" "$privileged" "$out" <<'PY' || fail=1
@@ -77,6 +77,11 @@ check(bool(forges), f"sample 12/13 forged results: {sorted(set(forges))}")
 check(bool(of("fds")), f"sample 14 wrote to fds: {of('fds')}")
 check(of("clock") and all(v == "patched" for v in of("clock")), f"sample 15 patched its clock: {of('clock')}")
 check(bool(of("store")) and all("store_reply" in v for v in of("store")), "sample 16 wrote keys through its proxy store")
+# Sample 21 scanned the memory it inherited from its referee (NOTE [contestant
+# start]): its own marker found, the store's address and port not.
+scans = of("memscan")
+check(len(scans) > 0 and all(v.startswith("marker ") and v.split()[1] != "0" and v.endswith("port 0 addr 0")
+                             for v in scans), f"sample 21 found no store address in its memory: {scans}")
 if privileged:
     check(all(v != "written" for v in forges), "as the worker user no forged result was written")
     check(all(v != "killed" for v in of("kill")), f"sample 13 could not kill its referee: {of('kill')}")

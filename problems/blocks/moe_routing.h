@@ -33,7 +33,10 @@ enum class RoutingDraw { kPublished, kBatched };
 // of the 8: (M, 2) int64.
 inline at::Tensor distinct_expert_picks(const InputRequest& req, RoutingDraw how) {
   if (how == RoutingDraw::kBatched)  // the order of i.i.d. uniforms is a uniform permutation
-    return at::rand({req.m, kNumExperts}, req.options(at::kFloat)).argsort(/*dim=*/1, /*descending=*/false).narrow(1, 0, kTopK).contiguous();
+    return at::rand({req.m, kNumExperts}, req.options(at::kFloat))
+        .argsort(/*dim=*/1, /*descending=*/false)
+        .narrow(1, 0, kTopK)
+        .contiguous();
   auto opts = req.options(at::kLong);
   std::vector<at::Tensor> picks;
   picks.reserve(req.m);

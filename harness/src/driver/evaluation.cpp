@@ -17,6 +17,7 @@
 #include "driver/memory_cgroup.h"
 #include "driver/phase_watch.h"
 #include "pkb/check.h"
+#include "worker/contestant.h"
 
 namespace pkb {
 
@@ -44,7 +45,7 @@ EvalResult run_evaluation(const EvalRequest& req) {
   job["phase_floor_s"] = req.phase_floor_s;
   const WorkerUser& wu = req.worker_user;
   std::string cand = job.value("candidate", "reference");
-  if (job.value("mode", "eval") == "eval" && cand != "reference" && cand.rfind("audit:", 0) != 0) {
+  if (runs_in_contestant(job.value("mode", "eval"), cand)) {
     // NOTE [referee and contestant]: the contestant gets a folder of its own
     // (its working directory) with a copy of the candidate it can read; the
     // evaluation directory, where the referees write, is not writable to it.

@@ -8,7 +8,8 @@
 // and times the reference, compares, and writes the rank's result. The
 // contestant (forked by its referee before the referee holds anything of the
 // evaluation, NOTE [contestant start] in worker/contestant_client.cpp, so it
-// shares no memory with it) loads only the candidate and runs it when asked. Between them (worker/contestant_client.h drives the protocol):
+// shares no memory with it) loads only the candidate and runs it when asked.
+// Between them (worker/contestant_client.h drives the protocol):
 //  - one AF_UNIX socket pair (worker/control_channel.h), the contestant's only
 //    connection: its environment holds no store address, and its store
 //    (worker/proxy_store.h) is a proxy through the referee under the prefix
@@ -33,10 +34,18 @@
 // evaluation as runtime_error; one that kills or stops its referee leaves a
 // rank without a result (runtime_error) or hung (timeout): never correct.
 // The reference as the candidate, and `pkb audit`'s trivial candidates, are
-// the harness's own code and run in the referee.
+// the harness's own code and run in the referee (runs_in_contestant()).
 #pragma once
 
+#include <string>
+
 namespace pkb {
+
+// Whether a job's candidate runs in a contestant: the driver then gives it a
+// folder of its own, and each referee starts one.
+inline bool runs_in_contestant(const std::string& mode, const std::string& candidate) {
+  return mode == "eval" && candidate != "reference" && candidate.rfind("audit:", 0) != 0;
+}
 
 // Serves its referee on the control channel `fd`, then exits the process:
 // called in the forked child, or by `pkb contestant --fd N` where the referee

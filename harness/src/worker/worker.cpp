@@ -34,6 +34,7 @@
 #include "worker/calibrate.h"
 #include "worker/audit_candidates.h"
 #include "worker/compare.h"
+#include "worker/contestant.h"
 #include "worker/contestant_client.h"
 #include "worker/distributed.h"
 #include "worker/integrity.h"
@@ -869,8 +870,7 @@ int worker_main(const std::string& job_path) {
   // NOTE [contestant start]: before this process holds anything of the
   // evaluation; a failure is the rank's harness_error, in its result.
   std::optional<ContestantProcess> contestant;
-  std::string cand = job.j.value("candidate", "reference");
-  if (job.mode() == "eval" && cand != "reference" && cand.rfind("audit:", 0) != 0) {
+  if (runs_in_contestant(job.mode(), job.j.value("candidate", "reference"))) {
     try {
       contestant = start_contestant_process(job.j.value("contestant_dir", std::string()));
     } catch (const std::exception& e) {

@@ -438,27 +438,31 @@ void ContestantClient::freeze() {
   if (frozen_ || pid_ <= 0) return;
   // Until no new process shows up (one may fork while the others stop).
   std::set<pid_t> stopped;
-  for (int pass = 0; pass < 10; ++pass) {
-    bool any = false;
+  bool settled = false;
+  for (int pass = 0; pass < 10 && !settled; ++pass) {
+    settled = true;
     for (pid_t p : descendants(getpid()))
       if (stopped.insert(p).second) {
         kill(p, SIGSTOP);
-        any = true;
+        settled = false;
       }
-    if (!any) break;
   }
+  frozen_complete_ = settled;
   frozen_ = true;
   ++freezes_;
   frozen_at_ = Clock::now();
   cpu_at_freeze_s_ = cpu_seconds(stopped);
+  frozen_pids_ = std::move(stopped);
 }
 
 void ContestantClient::thaw() {
   if (!frozen_) return;
-  std::set<pid_t> all = descendants(getpid());
-  frozen_cpu_s_ += std::max(0.0, cpu_seconds(all) - cpu_at_freeze_s_);
+  // Forks outran the passes: what escaped them ran meanwhile, and counts.
+  if (!frozen_complete_) frozen_pids_ = descendants(getpid());
+  frozen_cpu_s_ += std::max(0.0, cpu_seconds(frozen_pids_) - cpu_at_freeze_s_);
   frozen_wall_s_ += std::chrono::duration<double>(Clock::now() - frozen_at_).count();
-  for (pid_t p : all) kill(p, SIGCONT);
+  for (pid_t p : frozen_pids_) kill(p, SIGCONT);
+  frozen_pids_.clear();
   frozen_ = false;
 }
 

@@ -186,7 +186,7 @@ void add_calibrate(CLI::App& app, Cli& cli, std::shared_ptr<CalibrateOptions> o)
 void add_timing_flags(CLI::App* c, RunOptions& o) {
   c->add_option("--timing", o.timing,
                   "fresh: new input contents for every timed call, outputs checked at random, adaptive stopping "
-                  "(--max-noise, --min-samples, --max-time); published: the published protocol (--warmup, "
+                  "(--max-noise, --min-samples, --min-rounds, --max-time); published: the published protocol (--warmup, "
                   "--iters, --rounds) on copies of one draw")
       ->check(CLI::IsMember({"fresh", "published"}))
       ->capture_default_str();
@@ -196,6 +196,10 @@ void add_timing_flags(CLI::App* c, RunOptions& o) {
       ->capture_default_str();
   c->add_option("--min-samples", o.min_samples, "fresh: timed calls per side at least")
       ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  c->add_option("--min-rounds", o.min_rounds,
+                  "fresh: rounds (one segment of each side) at least; the speedup is their ratios' median")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   c->add_option("--max-time", o.max_time_s,
                   "fresh: seconds per side (warm-up and timed segments, by the referee's clock) before it stops "

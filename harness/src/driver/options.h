@@ -23,6 +23,7 @@ struct RunOptions {
   std::string timing = "fresh";
   double max_noise_pct = 1.0;    // fresh: the median's 95% CI half-width, percent
   int min_samples = 16;          // fresh: per side, at least
+  int min_rounds = 8;            // fresh: rounds at least (NOTE [paired rounds])
   double max_time_s = 0.5;       // fresh: per side, warm-up included
   int warmup = -1;               // -1: 500 (cuda), 10 (cpu)
   int iters = -1;                // -1: 100 (cuda), 20 (cpu)

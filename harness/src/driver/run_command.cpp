@@ -31,6 +31,7 @@
 #include "driver/report.h"
 #include "driver/results_guard.h"
 #include "driver/run_pipeline.h"
+#include "driver/speedup.h"
 
 namespace pkb {
 
@@ -105,7 +106,7 @@ Json base_record(const RunSettings& s, const PlanItem& item) {
                {"published_only", s.opts.published_only}, {"perf", !s.opts.no_perf}, {"warmup", s.warmup},
                {"iters", s.iters},        {"rounds", s.opts.rounds}, {"timeout_s", s.opts.timeout_s}, {"phase_floor_s", s.opts.phase_floor_s},
                {"keep_samples", s.opts.keep_samples}, {"timing", s.opts.timing},
-               {"max_noise_pct", s.opts.max_noise_pct}, {"min_samples", s.opts.min_samples},
+               {"max_noise_pct", s.opts.max_noise_pct}, {"min_samples", s.opts.min_samples}, {"min_rounds", s.opts.min_rounds},
                {"max_time_s", s.opts.max_time_s}};
   r["topology"] = s.topology.name;
   r["toolchain"] = toolchain_json();
@@ -119,7 +120,8 @@ Json base_record(const RunSettings& s, const PlanItem& item) {
 
 // Times, speedup and roofline from the per-rank results: the slowest rank's
 // median is the run's time, its mean is kept beside it (NOTE [timing
-// protocol], step 4); see NOTE [roofline].
+// protocol], step 4), and the speedup theirs, or under fresh timing NOTE
+// [paired rounds]; see NOTE [roofline].
 namespace {
 
 void add_times(Json& r, const EvalResult& e, const Topology& topo) {
@@ -130,6 +132,9 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
     if (rj.contains("contestant")) contestants.push_back({{"rank", rj.value("rank", -1)}, {"contestant", rj["contestant"]}});
   if (!contestants.empty()) r["contestants"] = contestants;
   double ref = 0, cand = 0, ref_med = 0, cand_med = 0;
+  // NOTE [paired rounds]: each round's slowest-rank segment median, per side.
+  std::vector<double> ref_rounds, cand_rounds;
+  bool paired = true;
   Json per_rank = Json::array();
   Cost cost;
   bool have = false;
@@ -150,9 +155,10 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
     Json pr = {{"rank", rj.value("rank", -1)}, {"reference", t["reference"]}, {"candidate", t["candidate"]},
                {"groups", t.value("groups", 0)}};
     // The fresh loop's report (NOTE [fresh inputs]): where its time went.
-    for (const char* k : {"rounds", "draws", "checked_calls", "segment_calls", "loop_s"})
+    for (const char* k : {"rounds", "draws", "checked_calls", "segment_calls", "loop_s", "round_medians_us"})
       if (t.contains(k)) pr[k] = t[k];
     per_rank.push_back(pr);
+    paired = paired && slowest_per_round(t, "reference", &ref_rounds) && slowest_per_round(t, "candidate", &cand_rounds);
   }
   r["cost"] = {{"nvlink_bytes_per_rank", cost.nvlink_bytes_per_rank},
                {"hbm_bytes_per_rank", cost.hbm_bytes_per_rank},
@@ -164,6 +170,12 @@ void add_times(Json& r, const EvalResult& e, const Topology& topo) {
                 {"candidate_mean_us", cand},
                 {"per_rank", per_rank}};
   if (cand_med > 0) r["speedup"] = ref_med / cand_med;
+  if (paired && !ref_rounds.empty() && ref_rounds.size() == cand_rounds.size()) {
+    if (const double p = paired_speedup(ref_rounds, cand_rounds); p > 0) {
+      r["speedup_of_medians"] = r["speedup"];
+      r["speedup"] = p;
+    }
+  }
   if (cand > 0) r["speedup_mean"] = ref / cand;
   Roofline roof = roofline(cost, topo);
   if (roof.valid) {
@@ -247,6 +259,7 @@ Json evaluate_item(const RunSettings& s, const PlanItem& item, const BuildResult
              {"timing", s.opts.timing},
              {"max_noise", s.opts.max_noise_pct / 100.0},
              {"min_samples", s.opts.min_samples},
+             {"min_rounds", s.opts.min_rounds},
              {"max_time_s", s.opts.max_time_s},
              {"topology", to_json(s.topology)}};
   add_placement(req.job, s.placement);

@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #endif
 
+#include "common/calibration.h"
 #include "pkb/check.h"
 #include "worker/stream_gate.h"
 #include "worker/timing_fresh.h"
@@ -180,7 +181,7 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
   if (v.empty()) return st;
   std::sort(v.begin(), v.end());
   st.mean_us = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
-  st.median_us = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  st.median_us = median_of(v);
   st.min_us = v.front();
   st.max_us = v.back();
   st.wall_us = s.wall_us / v.size();
@@ -215,8 +216,8 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
 double median_noise(std::vector<double> v) {
   const size_t n = v.size();
   if (n < 2) return std::numeric_limits<double>::infinity();
+  const double med = median_of(v);
   std::sort(v.begin(), v.end());
-  const double med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
   // Ranks of the distribution-free interval: the number of samples below the
   // median is Binomial(n, 1/2), so n/2 -+ 1.96 * sqrt(n) / 2.
   // 1-based: floor(n/2 - h) and ceil(1 + n/2 + h).

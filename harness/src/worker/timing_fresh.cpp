@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "common/calibration.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -24,6 +25,7 @@ struct SideState {
   TimedSide* side;
   const char* tag;  // "c" or "r"
   Tally tally;
+  std::vector<double> round_medians;  // its segment's median, per round (NOTE [paired rounds])
   double time_us = 0;  // its requests, by this referee's clock
   int warm_calls = 0;
   double last_warm_per_call = -1;
@@ -65,7 +67,8 @@ FreshLayout fresh_layout(double call_us, double in_bytes, double out_bytes, doub
 
 FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, LocalSide& ref, const DrawFn& draw,
                        const CheckFn& check, const FreshTimingOptions& opts) {
-  PKB_CHECK(opts.min_samples >= 1 && opts.max_time_s > 0 && opts.max_noise >= 0, "bad timing options");
+  PKB_CHECK(opts.min_samples >= 1 && opts.min_rounds >= 1 && opts.max_time_s > 0 && opts.max_noise >= 0,
+            "bad timing options");
   TimingOptions o = opts.base;
   o.cpu = peers.device().is_cpu();
   o.shared_gpu = peers.shared_gpu();
@@ -205,7 +208,9 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
           peers.store_barrier(spec.tag);
           spec.barrier = false;
           if (s == &r) settle_for_reference(peers, cand, spec.tag);
-          s->tally.add(s->side->segment(spec));
+          SegmentReport seg = s->side->segment(spec);
+          s->round_medians.push_back(median_of(seg.samples));
+          s->tally.add(seg);
         });
       });
     }
@@ -236,7 +241,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     // 3: a side satisfied first keeps its segment in every round).
     bool sat_c = false, sat_r = false;
     for (SideState* s : {&c, &r}) {
-      const bool floor = static_cast<int>(s->tally.samples.size()) >= opts.min_samples;
+      const bool floor = k + 1 >= opts.min_rounds && static_cast<int>(s->tally.samples.size()) >= opts.min_samples;
       s->noise_met = floor && median_noise(s->tally.samples) <= opts.max_noise;
       (s == &c ? sat_c : sat_r) = floor && (s->noise_met || s->time_us >= opts.max_time_s * 1e6);
     }
@@ -260,6 +265,8 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
   }
   res.noise_met_cand = c.noise_met;
   res.noise_met_ref = r.noise_met;
+  res.round_medians_cand = c.round_medians;
+  res.round_medians_ref = r.round_medians;
   res.timing.cand_samples = c.tally.samples;
   res.timing.ref_samples = r.tally.samples;
   res.timing.last_cand_inputs = cand.last_inputs();

@@ -30,10 +30,12 @@
 //     priming segments (step 2 of NOTE [timing protocol], outside the sides'
 //     time: they detect host_sync, by two gate timeouts where it holds); then
 //     rounds of one segment per side, alternated C R R C as published, until
-//     each side is satisfied: it has at least min_samples samples and the
-//     95% confidence interval of its median is within max_noise of it, or
-//     its time (warm-up and segments, by the referee's clock, and half of
-//     each draw it shares) has reached max_time. The sides stop together: a
+//     min_rounds rounds have run (kMinRounds unless told: the speedup is a
+//     median over rounds, NOTE [paired rounds]) and each side is satisfied:
+//     it has at least min_samples samples and the 95% confidence interval of
+//     its median is within max_noise of it, or its time (warm-up and
+//     segments, by the referee's clock, and half of each draw it shares) has
+//     reached max_time. The sides stop together: a
 //     side satisfied first keeps its segment in every round, so that both
 //     sides' samples cover the same stretch of time and drift hits them
 //     alike (with each side stopping on its own, 52 at W = 1 on the H200
@@ -41,7 +43,9 @@
 //     rounds, the candidate's ran 21 into a slower stretch). A side's time
 //     can so exceed max_time, by at most the other side's. Every stop is
 //     agreed across ranks (all ranks make the same calls). The record
-//     carries the samples, the noise reached and whether it met the target.
+//     carries the samples, the noise reached and whether it met the target,
+//     and each round's segment median per side: the speedup is the median
+//     of the rounds' ratios (NOTE [paired rounds], driver/speedup.h).
 //  4. Segments: S calls, S from the reference's fastest trial call (about
 //     kSegmentTargetUs of calls, 4..32), or, where that call is under
 //     kSegmentTargetUs on every rank, from 8 reference calls back to back
@@ -66,9 +70,17 @@
 
 namespace pkb {
 
+inline constexpr double kSegmentTargetUs = 2000;
+inline constexpr int kMinSegmentCalls = 4, kMaxSegmentCalls = 32;
+inline constexpr int kMaxRounds = 2000, kMaxWarmBatches = 50;
+// NOTE [paired rounds] (driver/speedup.h): the fewest rounds a timing stops
+// at unless told (--min-rounds).
+inline constexpr int kMinRounds = 8;
+
 struct FreshTimingOptions {
   double max_noise = 0.01;  // relative half-width of the median's 95% confidence interval
   int min_samples = 16;
+  int min_rounds = kMinRounds;  // NOTE [paired rounds]
   double max_time_s = 0.5;   // per side, warm-up included, by the referee's clock
   double call_us = 1000;     // the reference's call time (sizes the segments; step 4)
   double out_bytes = 0;      // one call's outputs (the trials'), for the memory budget and the allowance
@@ -85,9 +97,6 @@ struct FreshTimingOptions {
   std::function<void(int calls)> phase;
 };
 
-inline constexpr double kSegmentTargetUs = 2000;
-inline constexpr int kMinSegmentCalls = 4, kMaxSegmentCalls = 32;
-inline constexpr int kMaxRounds = 2000, kMaxWarmBatches = 50;
 // The referee's allowance for the copies of step 2 (conservative: a
 // device-to-device copy runs at several hundred GB/s, a CPU memcpy at GB/s).
 inline constexpr double kKeptCopyBytesPerUs = 100e3, kKeptCopyBytesPerUsCpu = 500;
@@ -119,6 +128,9 @@ struct FreshResult {
   bool check_failed = false;
   std::string check_reason;  // the first failing check's
   bool noise_met_cand = false, noise_met_ref = false;
+  // Each round's segment median per side, in round order (NOTE [paired
+  // rounds], driver/speedup.h).
+  std::vector<double> round_medians_cand, round_medians_ref;
   // Where the loop's wall time went, by the referee's clock (a report: the
   // sides' own time_s decide the stopping): "warm-up", "priming",
   // "segments", "draws", "checks" (kept outputs and their comparisons),

@@ -585,6 +585,7 @@ class RankRun {
     FreshTimingOptions fo;
     fo.max_noise = job_.j.value("max_noise", 0.01);
     fo.min_samples = job_.j.value("min_samples", 16);
+    fo.min_rounds = job_.j.value("min_rounds", kMinRounds);
     fo.max_time_s = job_.j.value("max_time_s", 0.5);
     fo.call_us = reference_call_us(inputs);
     fo.out_bytes = last_out_bytes_;
@@ -638,11 +639,13 @@ class RankRun {
     tj["memory_budget_bytes"] = fo.memory_budget_bytes;
     tj["max_noise"] = fo.max_noise;
     tj["min_samples"] = fo.min_samples;
+    tj["min_rounds"] = fo.min_rounds;
     tj["max_time_s"] = fo.max_time_s;
     tj["draws"] = fr.draws;
     tj["draw_us"] = fr.draw_us;
     tj["checked_calls"] = fr.checked;
     tj["loop_s"] = rounded(fr.loop_s);
+    tj["round_medians_us"] = {{"reference", fr.round_medians_ref}, {"candidate", fr.round_medians_cand}};
     record_sides(tr, &tj);
     result_["timing"] = tj;
     phase("recheck");

@@ -173,9 +173,13 @@ std::string calibration_summary(const Json& t) {
 }
 
 double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t n = v.size();
+  return median_of_sorted(v);
+}
+
+double median_of_sorted(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 

@@ -96,5 +96,7 @@ void write_new_file(const std::string& path, const std::string& text, bool force
 std::string calibration_summary(const Json& calibrated_topology);
 
 double median_of(std::vector<double> v);
+// The same of values already in ascending order (no copy, no sort).
+double median_of_sorted(const std::vector<double>& v);
 
 }  // namespace pkb

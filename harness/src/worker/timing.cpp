@@ -181,7 +181,7 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
   if (v.empty()) return st;
   std::sort(v.begin(), v.end());
   st.mean_us = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
-  st.median_us = median_of(v);
+  st.median_us = median_of_sorted(v);
   st.min_us = v.front();
   st.max_us = v.back();
   st.wall_us = s.wall_us / v.size();
@@ -216,8 +216,8 @@ TimingStats stats_of(const Tally& s, const TimingOptions& opts, const RefereeAcc
 double median_noise(std::vector<double> v) {
   const size_t n = v.size();
   if (n < 2) return std::numeric_limits<double>::infinity();
-  const double med = median_of(v);
   std::sort(v.begin(), v.end());
+  const double med = median_of_sorted(v);
   // Ranks of the distribution-free interval: the number of samples below the
   // median is Binomial(n, 1/2), so n/2 -+ 1.96 * sqrt(n) / 2.
   // 1-based: floor(n/2 - h) and ceil(1 + n/2 + h).

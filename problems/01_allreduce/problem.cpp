@@ -15,8 +15,7 @@ class AllReduce : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
   AllReduce() : ProblemWithSpec(kSummed) {}
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
-                         const pkb::Inputs& in) const override {
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     at::Tensor out = in.tensor(0).clone(at::MemoryFormat::Contiguous);
     comm.all_reduce(out, pkb::ReduceOp::kSum);
     return {out};

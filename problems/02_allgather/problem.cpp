@@ -1,6 +1,7 @@
 // The published reference stacks the gathered tensors along a new leading dim
 // (W, M, N) rather than concatenating rows, so slice s is rank s's tensor.
 #include "../blocks/collective_inputs.h"
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -14,8 +15,7 @@ class AllGather : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
   AllGather() : ProblemWithSpec(kMoved) {}
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
-                         const pkb::Inputs& in) const override {
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor t = in.tensor(0).contiguous();
     std::vector<int64_t> sizes{comm.world_size()};
     sizes.insert(sizes.end(), t.sizes().begin(), t.sizes().end());
@@ -25,12 +25,7 @@ class AllGather : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
   }
 
   // Every rank must receive the W-1 other tensors; nothing is summed.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& t = in.tensor(0);
-    const double bytes = static_cast<double>(t.numel()) * t.element_size();
-    return {/*nvlink_bytes_per_rank=*/(world - 1) * bytes,
-            /*hbm_bytes_per_rank=*/bytes + world * bytes};  // read input, write (W, M, N) output
-  }
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override { return all_gather_cost(world, in.tensor(0)); }
 };
 
 }  // namespace

@@ -26,8 +26,7 @@ class Reduce : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
     return in;
   }
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
-                         const pkb::Inputs& in) const override {
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     at::Tensor out = in.tensor(0).clone(at::MemoryFormat::Contiguous);
     comm.reduce(out, static_cast<int>(in.integer(1)), pkb::ReduceOp::kSum);
     return {out};

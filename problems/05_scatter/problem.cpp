@@ -33,8 +33,7 @@ class Scatter : public pkb::ProblemWithSpec<kSpec> {
     return integers_for_moved_data(make_inputs(req));
   }
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
-                         const pkb::Inputs& in) const override {
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);
     if (comm.rank() == kSrc) {
       std::vector<at::Tensor> slices;

@@ -2,6 +2,7 @@
 // the stacked (W, M, N) tensor; every other rank returns its input tensor
 // itself (M, N), untouched, and that is compared too.
 #include "../blocks/collective_inputs.h"
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -17,8 +18,7 @@ class Gather : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
  public:
   Gather() : ProblemWithSpec(kMoved) {}
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
-                         const pkb::Inputs& in) const override {
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);
     if (comm.rank() != kDst) {
       comm.gather(t.contiguous(), nullptr, kDst);
@@ -30,14 +30,9 @@ class Gather : public pkb::ProblemWithSpec<kSpec, RankConstantCollective> {
     return {at::stack(parts, 0)};
   }
 
-  // The root must receive the W-1 other tensors; it is the bottleneck and its
-  // figures are returned. Nothing is summed.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& t = in.tensor(0);
-    const double bytes = static_cast<double>(t.numel()) * t.element_size();
-    return {/*nvlink_bytes_per_rank=*/(world - 1) * bytes,
-            /*hbm_bytes_per_rank=*/bytes + world * bytes};  // root: read input, write (W, M, N)
-  }
+  // The root must receive the W-1 other tensors, as every rank of an
+  // all-gather does; it is the bottleneck and its figures are returned.
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override { return all_gather_cost(world, in.tensor(0)); }
 };
 
 }  // namespace

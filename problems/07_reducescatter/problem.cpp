@@ -2,6 +2,7 @@
 // rows [rM, (r+1)M)). Inputs are small integers so the bf16 sum is exact for
 // W <= 22 whatever order the adds happen in.
 #include "../blocks/collective_inputs.h"
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -15,8 +16,7 @@ class ReduceScatter : public pkb::ProblemWithSpec<kSpec, RankConstantCollective>
  public:
   ReduceScatter() : ProblemWithSpec(kSummed, true) {}
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
-                         const pkb::Inputs& in) const override {
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor t = in.tensor(0).contiguous();
     at::Tensor out = at::empty({t.size(0) / comm.world_size(), t.size(1)}, t.options());
     comm.reduce_scatter_tensor(out, t, pkb::ReduceOp::kSum);
@@ -27,7 +27,7 @@ class ReduceScatter : public pkb::ProblemWithSpec<kSpec, RankConstantCollective>
   // W-1 output-sized chunks; (W-1) adds per output element.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
     const at::Tensor& t = in.tensor(0);  // (W·M, N)
-    const double in_bytes = static_cast<double>(t.numel()) * t.element_size();
+    const double in_bytes = tensor_bytes(t);
     const double out_numel = static_cast<double>(t.numel()) / world;
     const double out_bytes = out_numel * t.element_size();
     return {/*nvlink_bytes_per_rank=*/(world - 1) * out_bytes,

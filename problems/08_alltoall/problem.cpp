@@ -1,6 +1,7 @@
 // Values encode (source rank, destination slice) as 10·r + d, so a misrouted
 // slice shows up as a wrong value; they stay exact bf16 integers for W <= 24.
 #include "../blocks/collective_inputs.h"
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -13,12 +14,9 @@ using namespace pkb::blocks;
 class AllToAll : public pkb::ProblemWithSpec<kSpec> {
  public:
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = req.options();
-    at::Tensor t = at::empty({req.world, req.m, req.n}, opts);
+    at::Tensor t = at::empty({req.world, req.m, req.n}, req.options());
     for (int d = 0; d < req.world; ++d) t[d].fill_(10 * req.rank + d);
-    pkb::Inputs in;
-    in.add("tensor", t);
-    return in;
+    return {{"tensor", t}};
   }
 
   // NOTE [constant collective inputs] (blocks/collective_inputs.h).
@@ -26,8 +24,7 @@ class AllToAll : public pkb::ProblemWithSpec<kSpec> {
     return integers_for_moved_data(make_inputs(req));
   }
 
-  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm,
-                         const pkb::Inputs& in) const override {
+  pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const at::Tensor t = in.tensor(0).contiguous();
     at::Tensor out = at::empty_like(t);
     comm.all_to_all_single(out, t);  // equal splits along dim 0
@@ -35,12 +32,7 @@ class AllToAll : public pkb::ProblemWithSpec<kSpec> {
   }
 
   // Every rank sends W-1 slices and receives W-1 slices. Nothing is summed.
-  pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& t = in.tensor(0);  // (W, M, N)
-    const double bytes = static_cast<double>(t.numel()) * t.element_size();
-    return {/*nvlink_bytes_per_rank=*/(world - 1) * bytes / world,
-            /*hbm_bytes_per_rank=*/2.0 * bytes};  // read input, write output
-  }
+  pkb::Cost cost(int world, const pkb::Inputs& in) const override { return all_to_all_cost(world, in.tensor(0)); }
 };
 
 }  // namespace

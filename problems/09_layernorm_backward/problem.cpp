@@ -20,15 +20,11 @@ class LayerNormBackward : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor x = at::randn({req.m, req.n}, opts);
     at::Tensor x_hat = x / (x.norm(2, {1}, /*keepdim=*/true) + 1e-5);
     at::Tensor dy = at::randn({req.m, req.n}, opts);
-    pkb::Inputs in;
-    in.add("X_hat", x_hat);
-    in.add("dY", dy);
-    return in;
+    return {{"X_hat", x_hat}, {"dY", dy}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& x_hat = in.tensor(0);
-    const at::Tensor& dy = in.tensor(1);
+    const auto [x_hat, dy] = in.tensors<2>();
     at::Tensor d_beta = dy.sum(0);
     at::Tensor d_gamma = (dy * x_hat).sum(0);
     comm.all_reduce(d_beta, pkb::ReduceOp::kSum);

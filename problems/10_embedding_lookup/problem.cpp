@@ -13,18 +13,13 @@ class EmbeddingLookup : public pkb::ProblemWithSpec<kSpec> {
  public:
   // RNG order as published: the shard's randn, then the indices' randint.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
-    at::Tensor shard = at::randn({req.m, req.n}, opts.dtype(req.dtype));
-    at::Tensor indices = at::randint(0, req.world * req.m, {req.m}, opts.dtype(at::kLong));
-    pkb::Inputs in;
-    in.add("indices", indices);
-    in.add("local_shard", shard);
-    return in;
+    at::Tensor shard = at::randn({req.m, req.n}, req.options());
+    at::Tensor indices = at::randint(0, req.world * req.m, {req.m}, req.options(at::kLong));
+    return {{"indices", indices}, {"local_shard", shard}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& indices = in.tensor(0);
-    const at::Tensor& shard = in.tensor(1);
+    const auto [indices, shard] = in.tensors<2>();
     const int64_t rows = shard.size(0), world = comm.world_size(), rank = comm.rank();
     at::Tensor owner = at::div(indices, rows, "floor");
     at::Tensor order = at::argsort(owner, /*stable=*/true);

@@ -15,8 +15,7 @@ using namespace pkb::blocks;
 class AllGatherGemmAT : public pkb::ProblemWithSpec<kSpec, KShardedAllGatherGemm> {
  public:
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& a_local = in.tensor(0);
-    const at::Tensor& b = in.tensor(1);
+    const auto [a_local, b] = in.tensors<2>();
     const int64_t world = comm.world_size(), m = a_local.size(0), k_local = a_local.size(1);
     at::Tensor a_local_t = a_local.t().contiguous();
     at::Tensor a_t_buf = at::empty({world, k_local, m}, a_local_t.options());

@@ -14,8 +14,7 @@ using namespace pkb::blocks;
 class AllGatherGemm : public pkb::ProblemWithSpec<kSpec, KShardedAllGatherGemm> {
  public:
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& a_local = in.tensor(0);
-    const at::Tensor& b = in.tensor(1);
+    const auto [a_local, b] = in.tensors<2>();
     std::vector<at::Tensor> shards;
     for (int s = 0; s < comm.world_size(); ++s) shards.push_back(at::empty_like(a_local));
     comm.all_gather(shards, a_local);

@@ -5,6 +5,7 @@
 // rounded to bf16. The reference computes the first GEMM for all rows and
 // discards (W-1)/W of them, and its reduce-scatter adds only zeros from the
 // other ranks; both are reproduced as published.
+#include "../blocks/round_up.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -16,7 +17,7 @@ const pkb::ProblemSpec kSpec{15, "combined_sharded_gemms",
 constexpr int64_t kHidden = 256;  // H before rounding up to a multiple of W
 constexpr int64_t kFfn = 512;     // F
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+using pkb::blocks::round_up;
 
 class CombinedShardedGemms : public pkb::ProblemWithSpec<kSpec> {
  public:
@@ -28,11 +29,7 @@ class CombinedShardedGemms : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor x_local = at::randn({m_rows, h / req.world}, opts);
     at::Tensor w1 = at::randn({h, kFfn}, opts);
     at::Tensor w2 = at::randn({kFfn, h}, opts);
-    pkb::Inputs in;
-    in.add("x_local", x_local);
-    in.add("W1", w1);
-    in.add("W2", w2);
-    return in;
+    return {{"x_local", x_local}, {"W1", w1}, {"W2", w2}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -61,8 +58,7 @@ class CombinedShardedGemms : public pkb::ProblemWithSpec<kSpec> {
   // M_rows/W rows (and send as much); HBM: those rows, W1, W2 read and the
   // output written; 4·(M_rows/W)·H·F flops for the two GEMMs on its rows.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x_local = in.tensor(0);
-    const at::Tensor& w1 = in.tensor(1);
+    const auto [x_local, w1] = in.tensors<2>();
     const double m_rows = static_cast<double>(x_local.size(0)), h_local = static_cast<double>(x_local.size(1));
     const double h = static_cast<double>(w1.size(0)), f = static_cast<double>(w1.size(1));
     const double e = static_cast<double>(x_local.element_size()), w = world;

@@ -27,12 +27,9 @@ class RopeAllgather : public pkb::ProblemWithSpec<kSpec> {
     auto opts = req.options();
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / req.world);
-    pkb::Inputs in;
-    in.add("q_local", at::randn({b, s, kHeads, kHeadDim}, opts));
-    in.add("k_local", at::randn({b, s, kHeads, kHeadDim}, opts));
-    in.add("cos_local", at::randn({b, s, kHeadDim}, opts));
-    in.add("sin_local", at::randn({b, s, kHeadDim}, opts));
-    return in;
+    return {{"q_local", at::randn({b, s, kHeads, kHeadDim}, opts)},
+            {"k_local", at::randn({b, s, kHeads, kHeadDim}, opts)}, {"cos_local", at::randn({b, s, kHeadDim}, opts)},
+            {"sin_local", at::randn({b, s, kHeadDim}, opts)}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

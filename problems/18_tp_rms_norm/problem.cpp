@@ -16,16 +16,12 @@ class TpRmsNorm : public pkb::ProblemWithSpec<kSpec> {
   // hidden (M, N), a per-rank weight (N,), eps 1e-5. RNG order: hidden, weight.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto opts = req.options();
-    pkb::Inputs in;
-    in.add("local_hidden_states", at::randn({req.m, req.n}, opts));
-    in.add("local_weight", at::randn({req.n}, opts));
-    in.add("variance_epsilon", 1e-5);
-    return in;
+    return {{"local_hidden_states", at::randn({req.m, req.n}, opts)}, {"local_weight", at::randn({req.n}, opts)},
+            {"variance_epsilon", 1e-5}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden = in.tensor(0);
-    const at::Tensor& weight = in.tensor(1);
+    const auto [hidden, weight] = in.tensors<2>();
     const double eps = in.real(2);
     const int64_t global_hidden = hidden.size(-1) * comm.world_size();
     at::Tensor x = hidden.to(at::kFloat);

@@ -52,11 +52,7 @@ class BlockedFp8Quantize : public pkb::ProblemWithSpec<kSpec> {
  public:
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     PKB_CHECK(req.n % kBlock == 0, "N must be a multiple of ", kBlock, " (got ", req.n, ")");
-    auto opts = req.options();
-    pkb::Inputs in;
-    in.add("local_tensor", at::randn({req.m, req.n}, opts));
-    in.add("block_size", kBlock);
-    return in;
+    return {{"local_tensor", at::randn({req.m, req.n}, req.options())}, {"block_size", kBlock}};
   }
 
   // NOTE [integrity trials] (pkb/integrity.h): for randn activations every

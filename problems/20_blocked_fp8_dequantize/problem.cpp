@@ -16,16 +16,12 @@ class BlockedFp8Dequantize : public pkb::ProblemWithSpec<kSpec> {
     constexpr int64_t kBlock = 128;
     PKB_CHECK(req.m * req.n % kBlock == 0, "M*N must be a multiple of ", kBlock);
     auto opts = req.options();
-    pkb::Inputs in;
-    in.add("local_y", at::randn({req.world, req.m, req.n}, opts));
-    in.add("local_s", at::randn({req.world, req.m * req.n / kBlock}, opts));
-    in.add("block_size", kBlock);
-    return in;
+    return {{"local_y", at::randn({req.world, req.m, req.n}, opts)},
+            {"local_s", at::randn({req.world, req.m * req.n / kBlock}, opts)}, {"block_size", kBlock}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& y = in.tensor(0);
-    const at::Tensor& s = in.tensor(1);
+    const auto [y, s] = in.tensors<2>();
     const int64_t block = in.integer(2);
     // The scale index runs over the whole flattened tensor, so blocks never
     // straddle two destination slices when M*N is a multiple of the block.
@@ -38,8 +34,7 @@ class BlockedFp8Dequantize : public pkb::ProblemWithSpec<kSpec> {
   // Each rank keeps one of its W fp32 slices and exchanges the other W-1
   // (M*N*4 bytes each way per peer); HBM: values and scales read, fp32 written.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& y = in.tensor(0);
-    const at::Tensor& s = in.tensor(1);
+    const auto [y, s] = in.tensors<2>();
     const double w = world, total = static_cast<double>(y.numel());
     return {/*nvlink_bytes_per_rank=*/(w - 1) / w * total * 4.0,
             /*hbm_bytes_per_rank=*/total * y.element_size() + static_cast<double>(s.numel()) * s.element_size() +

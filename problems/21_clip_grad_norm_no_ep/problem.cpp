@@ -4,6 +4,8 @@
 // compared); only the total norm is returned.
 #include <cmath>
 
+#include "../blocks/exchange_cost.h"
+#include "../blocks/group_layout.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
@@ -23,9 +25,7 @@ class ClipGradNormNoEp : public pkb::ProblemWithSpec<kSpec> {
     for (int i = 0; i < kNumGrads; ++i) in.add("grad_tensors." + std::to_string(i), at::randn({req.m, req.n}, opts));
     in.add("max_norm", 1.0);
     in.add("norm_type", 2.0);
-    std::vector<int64_t> ranks(req.world);
-    for (int r = 0; r < req.world; ++r) ranks[r] = r;
-    in.add("fsdp_group", pkb::GroupRanks{ranks});
+    in.add("fsdp_group", pkb::GroupRanks{pkb::blocks::iota(0, 1, req.world)});
     return in;
   }
 
@@ -65,15 +65,11 @@ class ClipGradNormNoEp : public pkb::ProblemWithSpec<kSpec> {
   // A 4-byte all-reduce; HBM: the grads read for the norm, then read and
   // written by the in-place scaling; flops: square+add per element, then a multiply.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    double bytes = 0, elems = 0;
-    for (int i = 0; i < kNumGrads; ++i) {
-      bytes += static_cast<double>(in.tensor(i).numel()) * in.tensor(i).element_size();
-      elems += static_cast<double>(in.tensor(i).numel());
-    }
+    const pkb::blocks::TensorsSize grads = pkb::blocks::leading_tensors_size(in, kNumGrads);
     const double w = world;
     return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * 4.0,
-            /*hbm_bytes_per_rank=*/3.0 * bytes,
-            /*flops_per_rank=*/3.0 * elems};
+            /*hbm_bytes_per_rank=*/3.0 * grads.bytes,
+            /*flops_per_rank=*/3.0 * grads.elems};
   }
 
  private:

@@ -29,13 +29,8 @@ class ClipGradNormEp : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor non_ep = at::randn({req.m, req.n}, opts);
     at::Tensor ep = at::randn({req.m, req.n}, opts);
     const int64_t world = req.world, rank = req.rank, ep_size = ep_size_for(world);
-    pkb::Inputs in;
-    in.add("non_ep_grad_tensors.0", non_ep);
-    in.add("ep_grad_tensors.0", ep);
-    in.add("max_norm", 1.0);
-    in.add("norm_type", 2.0);
-    in.add("ep_size", ep_size);
-    in.add("fsdp_group", pkb::GroupRanks{iota(0, 1, world)});
+    pkb::Inputs in{{"non_ep_grad_tensors.0", non_ep}, {"ep_grad_tensors.0", ep}, {"max_norm", 1.0}, {"norm_type", 2.0},
+                   {"ep_size", ep_size}, {"fsdp_group", pkb::GroupRanks{iota(0, 1, world)}}};
     if (degenerate(world, ep_size)) {
       in.add("ep_fsdp_group", pkb::GroupRanks{iota(0, 1, world)});
       in.add("ep_group", pkb::None{});
@@ -60,8 +55,7 @@ class ClipGradNormEp : public pkb::ProblemWithSpec<kSpec> {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& non_ep = in.tensor(0);
-    const at::Tensor& ep = in.tensor(1);
+    const auto [non_ep, ep] = in.tensors<2>();
     const double max_norm = in.real(2), norm_type = in.real(3);
     const int64_t ep_size = in.integer(4);
     build_layout(comm, ep_size);

@@ -16,15 +16,11 @@ class GradAccLoss : public pkb::ProblemWithSpec<kSpec> {
   // Only the loss is random; the token counts are M*N per rank and W*M*N in
   // total, the upstream gradients 1 and 0, as published.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
-    at::Tensor loss = at::randn({}, opts.dtype(req.dtype));
-    pkb::Inputs in;
-    in.add("loss", loss);
-    in.add("local_valid_tokens", at::full({}, req.m * req.n, opts.dtype(at::kLong)));
-    in.add("global_valid_tokens", at::full({}, req.world * req.m * req.n, opts.dtype(at::kLong)));
-    in.add("grad_normalized_loss", at::ones({}, opts.dtype(req.dtype)));
-    in.add("grad_loss_sum", at::zeros({}, opts.dtype(req.dtype)));
-    return in;
+    at::Tensor loss = at::randn({}, req.options());
+    return {{"loss", loss}, {"local_valid_tokens", at::full({}, req.m * req.n, req.options(at::kLong))},
+            {"global_valid_tokens", at::full({}, req.world * req.m * req.n, req.options(at::kLong))},
+            {"grad_normalized_loss", at::ones({}, req.options())},
+            {"grad_loss_sum", at::zeros({}, req.options())}};
   }
 
   // Integrity trials (NOTE [integrity trials], pkb/integrity.h): the published
@@ -33,18 +29,15 @@ class GradAccLoss : public pkb::ProblemWithSpec<kSpec> {
   // rank and trial only, so every rank can form the global sum without
   // communication) and both upstream gradients are drawn.
   pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
     const int64_t full = req.m * req.n, half = std::max<int64_t>(1, full / 2);
     auto local_of = [&](int64_t r) { return half + (r * 7919 + (req.trial + 1) * 104729) % half; };
     int64_t global = 0;
     for (int64_t r = 0; r < req.world; ++r) global += local_of(r);
-    pkb::Inputs in;
-    in.add("loss", at::randn({}, opts.dtype(req.dtype)));
-    in.add("local_valid_tokens", at::full({}, local_of(req.rank), opts.dtype(at::kLong)));
-    in.add("global_valid_tokens", at::full({}, global, opts.dtype(at::kLong)));
-    in.add("grad_normalized_loss", at::randn({}, opts.dtype(req.dtype)));
-    in.add("grad_loss_sum", at::randn({}, opts.dtype(req.dtype)));
-    return in;
+    return {{"loss", at::randn({}, req.options())},
+            {"local_valid_tokens", at::full({}, local_of(req.rank), req.options(at::kLong))},
+            {"global_valid_tokens", at::full({}, global, req.options(at::kLong))},
+            {"grad_normalized_loss", at::randn({}, req.options())},
+            {"grad_loss_sum", at::randn({}, req.options())}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

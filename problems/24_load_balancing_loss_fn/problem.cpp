@@ -17,12 +17,8 @@ class LoadBalancingLoss : public pkb::ProblemWithSpec<kSpec> {
  public:
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto opts = req.options();
-    pkb::Inputs in;
-    in.add("gate_logits", at::randn({req.m, kNumExperts}, opts));
-    in.add("num_experts", kNumExperts);
-    in.add("top_k", int64_t{2});
-    in.add("attention_mask", pkb::None{});
-    return in;
+    return {{"gate_logits", at::randn({req.m, kNumExperts}, opts)}, {"num_experts", kNumExperts}, {"top_k", int64_t{2}},
+            {"attention_mask", pkb::None{}}};
   }
 
   // Integrity trials (NOTE [integrity trials], pkb/integrity.h): with i.i.d.

@@ -20,28 +20,17 @@ class ImportanceSamplingLoss : public pkb::ProblemWithSpec<kSpec> {
   // RNG order as published: hidden, weight (32000 rows whatever the base
   // shape, different per rank), labels, old log-probs, advantages.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
-    at::Tensor hidden = at::randn({req.m, req.n}, opts.dtype(req.dtype));
-    at::Tensor weight = at::randn({kVocab, req.n}, opts.dtype(req.dtype));
-    at::Tensor labels = at::randint(0, kVocab, {req.m}, opts.dtype(at::kLong));
-    at::Tensor old_logprobs = at::randn({req.m}, opts.dtype(req.dtype));
-    at::Tensor advantages = at::randn({req.m}, opts.dtype(req.dtype));
-    pkb::Inputs in;
-    in.add("hidden_states", hidden);
-    in.add("weight", weight);
-    in.add("labels", labels);
-    in.add("old_logprobs", old_logprobs);
-    in.add("advantages", advantages);
-    in.add("ignore_index", int64_t{-100});
-    return in;
+    at::Tensor hidden = at::randn({req.m, req.n}, req.options());
+    at::Tensor weight = at::randn({kVocab, req.n}, req.options());
+    at::Tensor labels = at::randint(0, kVocab, {req.m}, req.options(at::kLong));
+    at::Tensor old_logprobs = at::randn({req.m}, req.options());
+    at::Tensor advantages = at::randn({req.m}, req.options());
+    return {{"hidden_states", hidden}, {"weight", weight}, {"labels", labels}, {"old_logprobs", old_logprobs},
+            {"advantages", advantages}, {"ignore_index", int64_t{-100}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden = in.tensor(0);
-    const at::Tensor& weight = in.tensor(1);
-    const at::Tensor& labels = in.tensor(2);
-    const at::Tensor& old_logprobs = in.tensor(3);
-    const at::Tensor& advantages = in.tensor(4);
+    const auto [hidden, weight, labels, old_logprobs, advantages] = in.tensors<5>();
     const int64_t ignore_index = in.integer(5);
 
     at::Tensor logits = at::linear(hidden, weight);
@@ -102,8 +91,7 @@ class ImportanceSamplingLoss : public pkb::ProblemWithSpec<kSpec> {
   // logits: hidden, weight, labels and the two per-token inputs read, the
   // outputs written; FLOPs: the LM-head GEMM plus ~5 per logit for log-softmax.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden = in.tensor(0);
-    const at::Tensor& weight = in.tensor(1);
+    const auto [hidden, weight] = in.tensors<2>();
     const double m = static_cast<double>(hidden.size(0)), n = static_cast<double>(hidden.size(1));
     const double v = static_cast<double>(weight.size(0)), e = static_cast<double>(hidden.element_size());
     const double w = world;

@@ -23,14 +23,9 @@ class MoeTokenPreprocess : public pkb::ProblemWithSpec<kSpec> {
   // is fp32 whatever the run's dtype, and a permuted (non-contiguous) view of
   // the (M, 2, 8) one-hot, as published.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
-    at::Tensor selected = at::randint(0, kNumExperts, {req.m, kTopK}, opts.dtype(at::kLong));
+    at::Tensor selected = at::randint(0, kNumExperts, {req.m, kTopK}, req.options(at::kLong));
     at::Tensor expert_mask = at::one_hot(selected, kNumExperts).to(at::kFloat).permute({2, 1, 0});
-    pkb::Inputs in;
-    in.add("expert_mask", expert_mask);
-    in.add("num_experts", kNumExperts);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"expert_mask", expert_mask}, {"num_experts", kNumExperts}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

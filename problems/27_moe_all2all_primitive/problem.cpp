@@ -2,6 +2,8 @@
 // explicit split sizes and come back grouped by source rank. The published
 // inputs make the splits uniform (M/W rows per peer).
 #include "../blocks/exchange_cost.h"
+#include "../blocks/moe_routing.h"
+#include "../blocks/moe_token_dispatcher.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -30,19 +32,8 @@ class MoeAll2AllPrimitive : public pkb::ProblemWithSpec<kSpec> {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const int world = comm.world_size();
-    at::Tensor local = in.tensor(0).contiguous();
-    if (world == 1) return {local};
-    std::vector<int64_t> in_splits(world), out_splits(world);
-    int64_t out_rows = 0;
-    for (int d = 0; d < world; ++d) {
-      in_splits[d] = in.integer(1 + d);
-      out_splits[d] = in.integer(1 + world + d);
-      out_rows += out_splits[d];
-    }
-    at::Tensor out = at::empty({out_rows, local.size(1)}, local.options());
-    comm.all_to_all_single(out, local, out_splits, in_splits);
-    return {out};
+    const SplitArgs splits = splits_at(in, 1, comm.world_size());
+    return {all_to_all_rows(comm, in.tensor(0), splits.out, splits.in)};
   }
 
   // (W-1)/W of the rows leave and as many arrive; the input is read and the

@@ -4,6 +4,7 @@
 // published, the split sizes are synthetic and uniform (2M/W rows per peer,
 // 2M/8 rows per chunk), unrelated to the actual routing.
 #include "../blocks/moe_routing.h"
+#include "../blocks/moe_token_dispatcher.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -15,75 +16,39 @@ const pkb::ProblemSpec kSpec{28, "moe_pre_all2all",
 
 using namespace pkb::blocks;
 
-class MoePreAll2All : public pkb::ProblemWithSpec<kSpec> {
+class MoePreAll2All : public pkb::ProblemWithSpec<kSpec, RoutedTokensDraw> {
  public:
-  std::string check_world(int world) const override { return moe_experts_check(world); }
-
   // RNG order as published: hidden_states' randn, then one randperm(8) per
   // token whose first two entries are the token's (distinct) experts. The
   // integrity and timing draws batch the same distributions (RoutingDraw).
   // Inputs: hidden_states, expert_mask (8, 2, M) fp32, num_experts, the W input
   // splits, the W output splits, num_global_tokens_per_local_expert, group.
-  pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, RoutingDraw::kPublished);
-  }
-  pkb::Inputs make_integrity_inputs(const pkb::InputRequest& req) const override {
-    return draw(req, RoutingDraw::kBatched);
-  }
-
-  pkb::Inputs draw(const pkb::InputRequest& req, RoutingDraw how) const {
+  pkb::Inputs draw(const pkb::InputRequest& req, RoutingDraw how) const override {
     check_even_splits(req, 28);
-    auto opts = at::device(req.device);
-    at::Tensor hidden = at::randn({req.m, req.n}, opts.dtype(req.dtype));
+    at::Tensor hidden = at::randn({req.m, req.n}, req.options());
     // [e, k, t] = 1 iff token t's k-th pick is e.
     at::Tensor expert_mask =
         at::one_hot(distinct_expert_picks(req, how), kNumExperts).permute({2, 1, 0}).contiguous().to(at::kFloat);
     const int64_t routed = kTopK * req.m;  // always: the two picks are distinct
-    pkb::Inputs in;
-    in.add("hidden_states", hidden);
-    in.add("expert_mask", expert_mask);
-    in.add("num_experts", kNumExperts);
-    add_uniform_splits(in, req, routed);
-    in.add("num_global_tokens_per_local_expert", uniform_tokens_per_local_expert(req, routed));
+    pkb::Inputs in{{"hidden_states", hidden}, {"expert_mask", expert_mask}, {"num_experts", kNumExperts}};
+    add_uniform_dispatch_sizes(in, req, routed);
     in.add("group", pkb::None{});
     return in;
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const int world = comm.world_size();
-    const at::Tensor& hidden_in = in.tensor(0);
-    const at::Tensor& expert_mask = in.tensor(1);
-    const int64_t num_experts = in.integer(2);
+    const auto [hidden_in, expert_mask] = in.tensors<2>();
     const SplitArgs splits = splits_at(in, 3, world);
     const at::Tensor& tokens_per_local_expert = in.tensor(3 + 2 * world);
 
     at::Tensor hidden = hidden_in.reshape({-1, hidden_in.size(-1)});
     at::Tensor routing_map = expert_mask.sum(1);
-    // Permute: expert-major, tokens ascending within an expert.
-    at::Tensor token_ids = at::arange(hidden.size(0), routing_map.options().dtype(at::kLong))
-                               .unsqueeze(0)
-                               .expand({num_experts, -1});
-    at::Tensor perm_idx = token_ids.masked_select(routing_map.to(at::kBool));
+    at::Tensor perm_idx = expert_major_token_ids(routing_map);
     at::Tensor permuted = hidden.index_select(0, perm_idx);
-    PKB_CHECK(splits.in_rows == permuted.size(0), "EP split mismatch: input_splits sum (", splits.in_rows,
-              ") != permuted tokens (", permuted.size(0), ")");
-
-    at::Tensor received = permuted.contiguous();
-    if (world > 1) {
-      received = at::empty({splits.out_rows, permuted.size(1)}, permuted.options());
-      comm.all_to_all_single(received, permuted.contiguous(), splits.out, splits.in);
-    }
-
-    // Regroup: the chunks arrive (source, local expert)-major; order them
-    // (local expert, source)-major.
-    const int64_t local_experts = num_experts / world;
-    at::Tensor sizes_t = tokens_per_local_expert.reshape({-1}).cpu().contiguous();
-    std::vector<int64_t> sizes(sizes_t.data_ptr<int64_t>(), sizes_t.data_ptr<int64_t>() + sizes_t.numel());
-    std::vector<at::Tensor> chunks = received.split_with_sizes(sizes, 0);
-    std::vector<at::Tensor> ordered;
-    for (int64_t le = 0; le < local_experts; ++le)
-      for (int64_t src = 0; src < world; ++src) ordered.push_back(chunks[src * local_experts + le]);
-    at::Tensor global_permuted = at::cat(ordered, 0);
+    check_split_rows(splits.in, permuted);
+    at::Tensor received = all_to_all_rows(comm, permuted, splits.out, splits.in);
+    at::Tensor global_permuted = chunks_by_local_expert(received, tokens_per_local_expert);
     // The published fourth output, hidden_states.shape (a torch.Size), is no
     // tensor: pkb::Outputs holds tensors only (see the README).
     return {global_permuted, routing_map, perm_idx};
@@ -93,8 +58,7 @@ class MoePreAll2All : public pkb::ProblemWithSpec<kSpec> {
   // routed rows are read from hidden_states and the regrouped rows written,
   // plus the mask read and the routing map and index list written.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden = in.tensor(0);
-    const at::Tensor& mask = in.tensor(1);
+    const auto [hidden, mask] = in.tensors<2>();
     const double m = static_cast<double>(hidden.size(0)), n = static_cast<double>(hidden.size(1));
     const double e = static_cast<double>(hidden.element_size()), w = world;
     const double routed = 2.0 * m;

@@ -2,6 +2,7 @@
 // the three LoRA factor gradients are summed over the group. As published the
 // all-reduces run in place on the inputs, in argument order, and the mutated
 // inputs are returned; the bf16 sums use the collective's own rounding order.
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -18,12 +19,9 @@ class MoeEpGroupGemmLoraBackward : public pkb::ProblemWithSpec<kSpec> {
   // out features = N).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto opts = req.options();
-    pkb::Inputs in;
-    in.add("grad_fc1_1_lora_A", at::randn({kLoraRank, req.n}, opts));
-    in.add("grad_fc1_2_lora_A", at::randn({kLoraRank, req.n}, opts));
-    in.add("grad_fc2_lora_B", at::randn({req.n, kLoraRank}, opts));
-    in.add("group", pkb::None{});
-    return in;
+    return {{"grad_fc1_1_lora_A", at::randn({kLoraRank, req.n}, opts)},
+            {"grad_fc1_2_lora_A", at::randn({kLoraRank, req.n}, opts)},
+            {"grad_fc2_lora_B", at::randn({req.n, kLoraRank}, opts)}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -38,15 +36,11 @@ class MoeEpGroupGemmLoraBackward : public pkb::ProblemWithSpec<kSpec> {
   // Three bandwidth-optimal all-reduces (2(W-1)/W of the bytes each way);
   // every tensor read and written once; (W-1)/W adds per element.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    double bytes = 0, elems = 0;
-    for (size_t i = 0; i < 3; ++i) {
-      bytes += static_cast<double>(in.tensor(i).numel()) * in.tensor(i).element_size();
-      elems += static_cast<double>(in.tensor(i).numel());
-    }
+    const pkb::blocks::TensorsSize grads = pkb::blocks::leading_tensors_size(in, 3);
     const double w = world;
-    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * bytes,
-            /*hbm_bytes_per_rank=*/2.0 * bytes,
-            /*flops_per_rank=*/(w - 1) / w * elems};
+    return {/*nvlink_bytes_per_rank=*/2.0 * (w - 1) / w * grads.bytes,
+            /*hbm_bytes_per_rank=*/2.0 * grads.bytes,
+            /*flops_per_rank=*/(w - 1) / w * grads.elems};
   }
 };
 

@@ -1,6 +1,7 @@
 // The Ulysses sequence-parallel helper that all-gathers along dim 0 into one
 // tensor (VeOmni / verl comm helpers): rows [s*M, (s+1)*M) of the result are
 // rank s's input.
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -12,10 +13,7 @@ class UlyssesAllGatherIntoTensor : public pkb::ProblemWithSpec<kSpec> {
  public:
   // Inputs: x (M, N) randn, then the group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in;
-    in.add("x", at::randn({req.m, req.n}, req.options()));
-    in.add("group", pkb::None{});
-    return in;
+    return {{"x", at::randn({req.m, req.n}, req.options())}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -34,11 +32,7 @@ class UlyssesAllGatherIntoTensor : public pkb::ProblemWithSpec<kSpec> {
   // (and sends its own as often). HBM: the input read, the (W*M, N) output
   // written. No arithmetic.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
-    return {/*nvlink_bytes_per_rank=*/(w - 1) * bytes,
-            /*hbm_bytes_per_rank=*/bytes + w * bytes,
-            /*flops_per_rank=*/0};
+    return pkb::blocks::all_gather_cost(world, in.tensor(0));
   }
 };
 

@@ -2,6 +2,7 @@
 // rank's shape is all-gathered first (an int64 vector per rank), receive
 // buffers are allocated with those shapes, the tensors are all-gathered (list
 // form) and concatenated along gather_dim in rank order.
+#include "../blocks/exchange_cost.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -15,11 +16,7 @@ class UlyssesAllGatherVariable : public pkb::ProblemWithSpec<kSpec> {
  public:
   // Inputs: x (M, N) randn, gather_dim 0, group (None = WORLD).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in;
-    in.add("x", at::randn({req.m, req.n}, req.options()));
-    in.add("gather_dim", int64_t{0});
-    in.add("group", pkb::None{});
-    return in;
+    return {{"x", at::randn({req.m, req.n}, req.options())}, {"gather_dim", int64_t{0}}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -48,11 +45,7 @@ class UlyssesAllGatherVariable : public pkb::ProblemWithSpec<kSpec> {
   // receives the W-1 other tensors. HBM, the least a fused kernel needs: x
   // read, the (W*M, N) result written. No arithmetic.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const double bytes = static_cast<double>(x.numel()) * x.element_size(), w = world;
-    return {/*nvlink_bytes_per_rank=*/(w - 1) * (bytes + 8.0 * x.dim()),
-            /*hbm_bytes_per_rank=*/bytes + w * bytes,
-            /*flops_per_rank=*/0};
+    return pkb::blocks::all_gather_cost(world, in.tensor(0), /*header_bytes=*/8.0 * in.tensor(0).dim());
   }
 };
 

@@ -26,13 +26,9 @@ class UlyssesGatherSeqScatterHeadsQkv : public pkb::ProblemWithSpec<kSpec> {
   // T = max(1, N/64), seq_dim 1, group (None = WORLD), unpadded_dim_size None,
   // restore_shape true.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in;
-    in.add("qkv_tensor", ulysses_activations(req, 38, {3 * kUlyssesHeads * kUlyssesHeadDim}));
-    in.add("seq_dim", int64_t{1});
-    in.add("group", pkb::None{});
-    in.add("unpadded_dim_size", pkb::None{});
-    in.add("restore_shape", true);
-    return in;
+    return {{"qkv_tensor", ulysses_activations(req, 38, {3 * kUlyssesHeads * kUlyssesHeadDim})},
+            {"seq_dim", int64_t{1}}, {"group", pkb::None{}}, {"unpadded_dim_size", pkb::None{}},
+            {"restore_shape", true}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -9,6 +9,7 @@
 // sequence positions; each rank's output depends on its own inputs only.
 // Rounding order as published (bf16 GEMM, bf16 × 0.125, bf16 softmax, bf16
 // GEMM): the scores are ~±500 and the softmax nearly one-hot (catalog §39).
+#include "../blocks/ulysses.h"
 #include "pkb/problem.h"
 
 #include <cmath>
@@ -36,20 +37,14 @@ class UlyssesAttentionE2e : public pkb::ProblemWithSpec<kSpec> {
     const int64_t b = std::max<int64_t>(1, req.m / 64), t = std::max<int64_t>(1, req.n / 64);
     const int64_t s = std::max<int64_t>(1, t / req.world);
     const int64_t hidden = kHeads * kHeadDim;
-    pkb::Inputs in;
-    in.add("hidden_states", at::randn({b, s, hidden}, opts));
-    in.add("w_qkv", at::randn({3 * kHeads * kHeadDim, hidden}, opts));
-    in.add("w_o", at::randn({hidden, kHeads * kHeadDim}, opts));
-    in.add("group", pkb::None{});
-    in.add("num_heads", kHeads);
-    in.add("causal", false);
-    return in;
+    return {{"hidden_states", at::randn({b, s, hidden}, opts)},
+            {"w_qkv", at::randn({3 * kHeads * kHeadDim, hidden}, opts)},
+            {"w_o", at::randn({hidden, kHeads * kHeadDim}, opts)}, {"group", pkb::None{}}, {"num_heads", kHeads},
+            {"causal", false}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden_states = in.tensor(0);
-    const at::Tensor& w_qkv = in.tensor(1);
-    const at::Tensor& w_o = in.tensor(2);
+    const auto [hidden_states, w_qkv, w_o] = in.tensors<3>();
     PKB_CHECK(std::holds_alternative<pkb::None>(in.at(3).value), "group must be None (the world)");
     const int64_t num_heads = in.integer(4);
     const bool causal = in.boolean(5);
@@ -72,9 +67,9 @@ class UlyssesAttentionE2e : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
 
     // gather_seq_scatter_heads: scatter dim 2 > 1, so the list all-to-all.
-    q = all_to_all_list(comm, q, /*scatter_dim=*/2, /*gather_dim=*/1);
+    q = pkb::blocks::list_all_to_all(comm, q, /*scatter_dim=*/2, /*gather_dim=*/1);
     at::Tensor kv = at::stack({k, v}, 3).reshape({b, s_local, 2 * num_heads, head_dim});
-    kv = all_to_all_list(comm, kv, 2, 1);
+    kv = pkb::blocks::list_all_to_all(comm, kv, 2, 1);
     kv = kv.reshape({b, kv.size(1), num_heads / w, 2, head_dim});
     k = kv.select(3, 0);
     v = kv.select(3, 1);
@@ -85,7 +80,7 @@ class UlyssesAttentionE2e : public pkb::ProblemWithSpec<kSpec> {
     // here, so the published zero padding never applies; gather dim 2 > 1, so
     // the list all-to-all.
     PKB_CHECK(attn_out.size(1) % w == 0, "sequence not divisible by W");
-    attn_out = all_to_all_list(comm, attn_out, /*scatter_dim=*/1, /*gather_dim=*/2);
+    attn_out = pkb::blocks::list_all_to_all(comm, attn_out, /*scatter_dim=*/1, /*gather_dim=*/2);
     at::Tensor out = attn_out.reshape({b, attn_out.size(1), -1});
     return {at::linear(out, w_o)};
   }
@@ -115,23 +110,6 @@ class UlyssesAttentionE2e : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor scores = at::matmul(q, k.transpose(-2, -1)) * scale;
     at::Tensor attn = at::softmax(scores, -1);
     return at::matmul(attn, v);
-  }
-
-  // The published list all-to-all: tensor_split along scatter_dim into W
-  // contiguous pieces (piece d goes to rank d), receive W pieces shaped like
-  // piece 0, concatenate them along gather_dim in source-rank order. The
-  // facade has only the single-tensor form, so the equal pieces are packed
-  // along a new leading dim (same bytes per peer, no arithmetic).
-  static at::Tensor all_to_all_list(pkb::Collectives& comm, const at::Tensor& x, int64_t scatter_dim,
-                                    int64_t gather_dim) {
-    const int64_t w = comm.world_size();
-    PKB_CHECK(x.size(scatter_dim) % w == 0, "dim ", scatter_dim, " (", x.size(scatter_dim), ") not divisible by W");
-    std::vector<at::Tensor> pieces;
-    for (const auto& p : at::tensor_split(x, w, scatter_dim)) pieces.push_back(p.contiguous());
-    at::Tensor send = at::stack(pieces, 0);
-    at::Tensor recv = at::empty_like(send);
-    comm.all_to_all_single(recv, send);
-    return at::cat(recv.unbind(0), gather_dim).contiguous();
   }
 };
 

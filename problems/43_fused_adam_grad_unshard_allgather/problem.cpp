@@ -47,11 +47,9 @@ class FusedAdamGradUnshardAllgather : public pkb::ProblemWithSpec<kSpec, SharedS
     const int64_t p = std::max<int64_t>(64, std::min<int64_t>(req.m * 64, 4096));
     at::Tensor full_grad = at::randn({p * req.world}, opts);
     at::Tensor full_master = at::randn({p * req.world}, opts);
-    pkb::Inputs in;
-    in.add("grad_shard", full_grad.narrow(0, req.rank * p, p).contiguous());
-    in.add("master_shard", full_master.narrow(0, req.rank * p, p).contiguous());
-    in.add("exp_avg", at::zeros({p}, opts));
-    in.add("exp_avg_sq", at::zeros({p}, opts));
+    pkb::Inputs in{{"grad_shard", full_grad.narrow(0, req.rank * p, p).contiguous()},
+                   {"master_shard", full_master.narrow(0, req.rank * p, p).contiguous()},
+                   {"exp_avg", at::zeros({p}, opts)}, {"exp_avg_sq", at::zeros({p}, opts)}};
     add_adam_hyper(in, req.trial);
     return in;
   }

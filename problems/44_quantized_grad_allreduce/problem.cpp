@@ -19,13 +19,9 @@ class QuantizedGradAllreduce : public pkb::ProblemWithSpec<kSpec> {
   // n = max(M·N, 64·W) elements of randn (per-rank seed); block size
   // min(128, max(16, N/4)).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = req.options();
     const int64_t n = std::max<int64_t>(req.m * req.n, 64 * req.world);
     const int64_t block = std::min<int64_t>(128, std::max<int64_t>(16, std::max<int64_t>(req.n / 4, 16)));
-    pkb::Inputs in;
-    in.add("flat_grad", at::randn({n}, opts));
-    in.add("block_size", block);
-    return in;
+    return {{"flat_grad", at::randn({n}, req.options())}, {"block_size", block}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -44,16 +44,11 @@ class ReduceScatterFusedRmsNorm : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor gamma = at::randn({hidden}, opts);
     at::manual_seed(rank_seed);
     at::Tensor rs_input = at::randn({rows * hidden * w}, opts);
-    pkb::Inputs in;
-    in.add("rs_input_1d", rs_input);
-    in.add("gamma", gamma);
-    in.add("eps", 1e-5);
-    return in;
+    return {{"rs_input_1d", rs_input}, {"gamma", gamma}, {"eps", 1e-5}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& rs_input = in.tensor(0);
-    const at::Tensor& gamma = in.tensor(1);
+    const auto [rs_input, gamma] = in.tensors<2>();
     const double eps = in.real(2);
     const int64_t w = comm.world_size();
     const int64_t chunk = rs_input.numel() / w, hidden = gamma.numel();

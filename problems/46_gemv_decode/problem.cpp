@@ -33,11 +33,8 @@ class GemvDecode : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
     at::Tensor h = at::randn({tokens, hidden}, opts);
     at::Tensor full_weight = at::randn({vocab, hidden}, opts);
     at::Tensor full_bias = at::randn({vocab}, opts);
-    pkb::Inputs in;
-    in.add("hidden_states", h);
-    in.add("weight_shard", full_weight.narrow(0, req.rank * local, local).contiguous());
-    in.add("bias_shard", full_bias.narrow(0, req.rank * local, local).contiguous());
-    return in;
+    return {{"hidden_states", h}, {"weight_shard", full_weight.narrow(0, req.rank * local, local).contiguous()},
+            {"bias_shard", full_bias.narrow(0, req.rank * local, local).contiguous()}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
@@ -55,8 +52,7 @@ class GemvDecode : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
   // the hidden state and the bias read, the (T, W·Vloc) logits written;
   // FLOPs 2·T·H·Vloc (GEMV) + T·Vloc (bias).
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& h = in.tensor(0);
-    const at::Tensor& wt = in.tensor(1);
+    const auto [h, wt] = in.tensors<2>();
     const double t = static_cast<double>(h.size(0)), hid = static_cast<double>(h.size(1));
     const double vloc = static_cast<double>(wt.size(0)), e = static_cast<double>(wt.element_size());
     const double w = world;

@@ -20,6 +20,7 @@
 // every device.
 #include <cmath>
 
+#include "../blocks/round_up.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -43,7 +44,7 @@ MlpShapes mlp_shapes(int64_t n, int64_t world) {
   PKB_CHECK(false, "could not align the MLP parameter count with world size ", world);
 }
 
-int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+using pkb::blocks::round_up;
 
 // `t / s` for a Python float s as CUDA computes it: t * fl32(1 / fl32(s)).
 double cuda_reciprocal(double s) { return static_cast<double>(1.0f / static_cast<float>(s)); }
@@ -65,25 +66,13 @@ class FsdpStepE2e : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor w2 = param({s.d_out, s.hidden}), b2 = param({s.d_out});
     at::Tensor full = at::cat({w1.reshape(-1), b1.reshape(-1), w2.reshape(-1), b2.reshape(-1)});
 
-    pkb::Inputs in;
-    in.add("X_local", full_x.narrow(0, rank * chunk, chunk).contiguous());
-    in.add("y_local", full_y.narrow(0, rank * chunk, chunk).contiguous());
-    in.add("flat_param_shard", full.narrow(0, rank * part, part).contiguous());
-    in.add("param_shapes.0.0", s.hidden);
-    in.add("param_shapes.0.1", s.d_in);
-    in.add("param_shapes.1.0", s.hidden);
-    in.add("param_shapes.2.0", s.d_out);
-    in.add("param_shapes.2.1", s.hidden);
-    in.add("param_shapes.3.0", s.d_out);
-    in.add("exp_avg_shard", at::zeros({part}, opts));
-    in.add("exp_avg_sq_shard", at::zeros({part}, opts));
-    in.add("lr", 1e-3);
-    in.add("beta1", 0.9);
-    in.add("beta2", 0.999);
-    in.add("eps", 1e-8);
-    in.add("weight_decay", 0.01);
-    in.add("step", static_cast<int64_t>(1 + req.trial % 7));
-    return in;
+    return {{"X_local", full_x.narrow(0, rank * chunk, chunk).contiguous()},
+            {"y_local", full_y.narrow(0, rank * chunk, chunk).contiguous()},
+            {"flat_param_shard", full.narrow(0, rank * part, part).contiguous()}, {"param_shapes.0.0", s.hidden},
+            {"param_shapes.0.1", s.d_in}, {"param_shapes.1.0", s.hidden}, {"param_shapes.2.0", s.d_out},
+            {"param_shapes.2.1", s.hidden}, {"param_shapes.3.0", s.d_out}, {"exp_avg_shard", at::zeros({part}, opts)},
+            {"exp_avg_sq_shard", at::zeros({part}, opts)}, {"lr", 1e-3}, {"beta1", 0.9}, {"beta2", 0.999},
+            {"eps", 1e-8}, {"weight_decay", 0.01}, {"step", static_cast<int64_t>(1 + req.trial % 7)}};
   }
 
   // NOTE [integrity trials] (pkb/integrity.h): the published step leaves

@@ -18,6 +18,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "../blocks/round_up.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -27,7 +28,7 @@ const pkb::ProblemSpec kSpec{48, "fsdp_and_tp",
                              "TP all-reduce",
                              "FSDP/ZeRO", "unknown (generic 2-D FSDP + TP layout)", "(n_tp, n_fsdp) factorization"};
 
-int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+using pkb::blocks::round_up;
 
 // As published: the first n_tp in [2, W) with W % n_tp == 0 and W/n_tp >= 2, else (1, W).
 std::pair<int64_t, int64_t> factor_tp_fsdp(int64_t world) {
@@ -51,14 +52,11 @@ class FsdpAndTp : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor full_w2 = at::randn({d, d_ff}, opts);
     at::Tensor full_w3 = at::randn({d_ff, d}, opts);
     const int64_t dr = d / n_fsdp, dc = d_ff / n_tp;
-    pkb::Inputs in;
-    in.add("x_local", full_x.narrow(0, fsdp_rank * b_fsdp, b_fsdp).contiguous());
-    in.add("W1_shard", full_w1.narrow(0, fsdp_rank * dr, dr).narrow(1, tp_rank * dc, dc).contiguous());
-    in.add("W2_shard", full_w2.narrow(0, fsdp_rank * dr, dr).narrow(1, tp_rank * dc, dc).contiguous());
-    in.add("W3_shard", full_w3.narrow(0, tp_rank * dc, dc).narrow(1, fsdp_rank * dr, dr).contiguous());
-    in.add("n_tp", n_tp);
-    in.add("n_fsdp", n_fsdp);
-    return in;
+    return {{"x_local", full_x.narrow(0, fsdp_rank * b_fsdp, b_fsdp).contiguous()},
+            {"W1_shard", full_w1.narrow(0, fsdp_rank * dr, dr).narrow(1, tp_rank * dc, dc).contiguous()},
+            {"W2_shard", full_w2.narrow(0, fsdp_rank * dr, dr).narrow(1, tp_rank * dc, dc).contiguous()},
+            {"W3_shard", full_w3.narrow(0, tp_rank * dc, dc).narrow(1, fsdp_rank * dr, dr).contiguous()},
+            {"n_tp", n_tp}, {"n_fsdp", n_fsdp}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -19,10 +19,8 @@ class Fp8ReduceScatterGrads : public pkb::ProblemWithSpec<kSpec> {
  public:
   // seed(52, rank, trial): the gradient's randn; the history is a constant.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in;
-    in.add("flat_grads", at::randn({fp8_shard_elems(req.m) * req.world}, req.options()));
-    in.add("amax_history", initial_amax_history(req));
-    return in;
+    return {{"flat_grads", at::randn({fp8_shard_elems(req.m) * req.world}, req.options())},
+            {"amax_history", initial_amax_history(req)}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

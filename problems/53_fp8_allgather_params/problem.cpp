@@ -19,10 +19,8 @@ class Fp8AllgatherParams : public pkb::ProblemWithSpec<kSpec> {
  public:
   // seed(53, rank, trial): the shard's randn; the history is a constant.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    pkb::Inputs in;
-    in.add("flat_param_shard", at::randn({fp8_shard_elems(req.m)}, req.options()));
-    in.add("amax_history", initial_amax_history(req));
-    return in;
+    return {{"flat_param_shard", at::randn({fp8_shard_elems(req.m)}, req.options())},
+            {"amax_history", initial_amax_history(req)}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

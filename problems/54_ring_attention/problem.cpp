@@ -36,14 +36,7 @@ class RingAttention : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor q = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor k = at::randn({b, s, kHeads, kHeadDim}, opts);
     at::Tensor v = at::randn({b, s, kHeads, kHeadDim}, opts);
-    pkb::Inputs in;
-    in.add("q", q);
-    in.add("k", k);
-    in.add("v", v);
-    in.add("softmax_scale", pkb::None{});
-    in.add("causal", true);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"q", q}, {"k", k}, {"v", v}, {"softmax_scale", pkb::None{}}, {"causal", true}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -50,9 +50,7 @@ class RingAttentionPp : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& hidden = in.tensor(0);
-    const at::Tensor& w_qkv = in.tensor(1);
-    const at::Tensor& w_o = in.tensor(2);
+    const auto [hidden, w_qkv, w_o] = in.tensors<3>();
     const int64_t num_heads = in.integer(3);
     const bool causal = in.boolean(5);
     const int64_t hd = w_qkv.size(0) / 3 / num_heads;

@@ -119,23 +119,13 @@ class RingAttentionBackwardDp : public pkb::ProblemWithSpec<kSpec, SharedSeedDra
     const double scale = std::pow(static_cast<double>(kHeadDim), -0.5);
     auto [block_out, lse] = local_attn(q, k, v, scale, false);
     at::Tensor out = block_out.to(req.dtype);
-    pkb::Inputs in;
-    in.add("dout", dout);
-    in.add("q", q);
-    in.add("k", k);
-    in.add("v", v);
-    in.add("out", out);
-    in.add("softmax_lse", lse);
-    in.add("softmax_scale", pkb::None{});
-    in.add("causal", false);
-    in.add("cp_group", pkb::GroupRanks{iota(dp_rank * cp, 1, cp)});
-    in.add("dp_group", pkb::GroupRanks{iota(cp_rank, cp, dp)});
-    return in;
+    return {{"dout", dout}, {"q", q}, {"k", k}, {"v", v}, {"out", out}, {"softmax_lse", lse},
+            {"softmax_scale", pkb::None{}}, {"causal", false}, {"cp_group", pkb::GroupRanks{iota(dp_rank * cp, 1, cp)}},
+            {"dp_group", pkb::GroupRanks{iota(cp_rank, cp, dp)}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& dout = in.tensor(0);
-    const at::Tensor& q = in.tensor(1);
+    const auto [dout, q] = in.tensors<2>();
     const double scale = softmax_scale(in, 6, q.size(-1));
     const bool causal = in.boolean(7);
     build_layout(comm);

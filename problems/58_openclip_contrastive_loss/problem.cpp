@@ -26,13 +26,8 @@ class OpenclipContrastiveLoss : public pkb::ProblemWithSpec<kSpec> {
     auto opts = req.options();
     at::Tensor image = at::randn({bl, d}, opts);
     at::Tensor text = at::randn({bl, d}, opts);
-    pkb::Inputs in;
-    in.add("image_features", normalize(image));
-    in.add("text_features", normalize(text));
-    in.add("logit_scale", 10.0);
-    in.add("logit_bias", -10.0);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"image_features", normalize(image)}, {"text_features", normalize(text)}, {"logit_scale", 10.0},
+            {"logit_bias", -10.0}, {"group", pkb::None{}}};
   }
 
   // NOTE [integrity trials] (pkb/integrity.h): independent random unit
@@ -68,8 +63,7 @@ class OpenclipContrastiveLoss : public pkb::ProblemWithSpec<kSpec> {
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& image = in.tensor(0);
-    const at::Tensor& text = in.tensor(1);
+    const auto [image, text] = in.tensors<2>();
     const double scale = in.real(2), bias = in.real(3);
     const int rank = comm.rank(), world = comm.world_size();
     const int left = (rank - 1 + world) % world, right = (rank + 1) % world;

@@ -3,6 +3,7 @@
 // the width shards for height shards, a full complex FFT along the width,
 // and truncation to the Wd/2 + 1 non-negative frequencies. Rank r ends with
 // rows [r·H/W, (r+1)·H/W) of rfft2(x_full, norm="ortho").
+#include "../blocks/round_up.h"
 #include "../blocks/shared_seed_draw.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
@@ -20,8 +21,6 @@ const pkb::ProblemSpec kSpec{59, "physicsnemo_distributed_rfft",
 
 using namespace pkb::blocks;
 
-int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
 class PhysicsnemoDistributedRfft : public pkb::ProblemWithSpec<kSpec, SharedSeedDraw> {
  public:
   // Seeded with rank 0 on every rank (seed(59, 0, trial)): the full
@@ -34,15 +33,8 @@ class PhysicsnemoDistributedRfft : public pkb::ProblemWithSpec<kSpec, SharedSeed
     const int64_t wd = round_up(std::max<int64_t>(16, req.n), req.world);
     const int64_t wl = wd / req.world;
     at::Tensor full = at::randn({b, h, wd}, req.options(at::kFloat));
-    pkb::Inputs in;
-    in.add("x", full.narrow(2, req.rank * wl, wl).contiguous());
-    in.add("s.0", h);
-    in.add("s.1", wd);
-    in.add("dim.0", int64_t{1});
-    in.add("dim.1", int64_t{2});
-    in.add("norm", std::string("ortho"));
-    in.add("group", pkb::None{});
-    return in;
+    return {{"x", full.narrow(2, req.rank * wl, wl).contiguous()}, {"s.0", h}, {"s.1", wd}, {"dim.0", int64_t{1}},
+            {"dim.1", int64_t{2}}, {"norm", std::string("ortho")}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -41,15 +41,8 @@ class PhysicsnemoDistributedIrfft : public pkb::ProblemWithSpec<kSpec, SharedSee
     const int64_t hl = kH / req.world;
     at::Tensor x_real = at::randn({kB, kC, kH, kW}, req.options(at::kFloat));
     at::Tensor x_full = at::fft_rfft2(x_real, at::IntArrayRef{kH, kW}, at::IntArrayRef{-2, -1}, "ortho");
-    pkb::Inputs in;
-    in.add("x", x_full.narrow(2, req.rank * hl, hl).contiguous());
-    in.add("s.0", kH);
-    in.add("s.1", kW);
-    in.add("dim.0", int64_t{-2});
-    in.add("dim.1", int64_t{-1});
-    in.add("norm", std::string("ortho"));
-    in.add("group", pkb::None{});
-    return in;
+    return {{"x", x_full.narrow(2, req.rank * hl, hl).contiguous()}, {"s.0", kH}, {"s.1", kW}, {"dim.0", int64_t{-2}},
+            {"dim.1", int64_t{-1}}, {"norm", std::string("ortho")}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -46,21 +46,9 @@ class GsplatProjection : public pkb::ProblemWithSpec<kSpec> {
     ks.select(1, 1).select(1, 1).fill_(focal);
     ks.select(1, 0).select(1, 2).fill_(static_cast<double>(width) * 0.5);
     ks.select(1, 1).select(1, 2).fill_(static_cast<double>(height) * 0.5);
-    pkb::Inputs in;
-    in.add("means", means);
-    in.add("quats", quats);
-    in.add("scales", scales);
-    in.add("opacities", opacities);
-    in.add("colors", colors);
-    in.add("viewmats", viewmats);
-    in.add("Ks", ks);
-    in.add("image_width", width);
-    in.add("image_height", height);
-    in.add("eps2d", 0.3);
-    in.add("near_plane", 0.01);
-    in.add("far_plane", 1e10);
-    in.add("camera_model", std::string("pinhole"));
-    return in;
+    return {{"means", means}, {"quats", quats}, {"scales", scales}, {"opacities", opacities}, {"colors", colors},
+            {"viewmats", viewmats}, {"Ks", ks}, {"image_width", width}, {"image_height", height}, {"eps2d", 0.3},
+            {"near_plane", 0.01}, {"far_plane", 1e10}, {"camera_model", std::string("pinhole")}};
   }
 
   // NOTE [integrity trials] (pkb/integrity.h): with the published identity

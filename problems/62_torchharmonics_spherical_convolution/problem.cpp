@@ -11,6 +11,7 @@
 // index_add) instead of 256 sparse bmm calls with a roll between them: the
 // published reference could not be recorded on CUDA (a sparse-tensor error),
 // and no sparse op runs here. The math is the same.
+#include "../blocks/round_up.h"
 #include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
@@ -28,7 +29,7 @@ const pkb::ProblemSpec kSpec{62, "torchharmonics_spherical_convolution",
 
 constexpr int64_t kBatch = 32, kInChannels = 8, kOutChannels = 8, kKernel = 3, kGroups = 1;
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+using pkb::blocks::round_up;
 
 // The published _compute_split_shapes.
 std::vector<int64_t> split_shapes(int64_t size, int64_t chunks) {
@@ -95,17 +96,9 @@ class TorchharmonicsSphericalConvolution : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor indices = at::tensor(sorted, at::kLong).view({3, nnz}).to(req.device);
     at::Tensor values = vals.index_select(0, at::tensor(order, at::kLong).to(req.device)).contiguous();
 
-    pkb::Inputs in;
-    in.add("x", x);
-    in.add("psi.indices", indices);
-    in.add("psi.values", values);
-    in.add("psi.size.0", kKernel);
-    in.add("psi.size.1", nlat_out);
-    in.add("psi.size.2", cols);
-    in.add("weight", weight);
-    in.add("groups", kGroups);
-    in.add("nlon_out", nlon_out);
-    in.add("nlon_in", nlon_in);
+    pkb::Inputs in{{"x", x}, {"psi.indices", indices}, {"psi.values", values}, {"psi.size.0", kKernel},
+                   {"psi.size.1", nlat_out}, {"psi.size.2", cols}, {"weight", weight}, {"groups", kGroups},
+                   {"nlon_out", nlon_out}, {"nlon_in", nlon_in}};
     std::vector<int64_t> az_ranks, polar_ranks;
     for (int64_t a = 0; a < az; ++a) az_ranks.push_back(polar_rank * az + a);
     for (int64_t p = 0; p < polar; ++p) polar_ranks.push_back(p * az + az_rank);

@@ -3,6 +3,7 @@
 // owner rank, the owner takes the first k neighbours of each from a CSC
 // graph, replies, and the requester reorders the replies, deduplicates the
 // new nodes and finally relabels all sampled edges to local indices.
+#include "../blocks/round_up.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
@@ -16,7 +17,7 @@ const pkb::ProblemSpec kSpec{64, "gnn_neighbor_sampling",
                              "Graph Parallel",
                              "GNN distributed neighbour sampling (resembles PyG DistNeighborSampler; unknown)", "any"};
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+using pkb::blocks::round_up;
 
 std::vector<int64_t> host_list(const at::Tensor& t) {
   at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
@@ -56,16 +57,9 @@ class GnnNeighborSampling : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor row = (node_ids + offsets).remainder(num_nodes).reshape({-1}).contiguous();
     const int64_t seeds_per_rank = std::max<int64_t>(512, std::min<int64_t>(req.n / world, 2048));
     at::Tensor seeds = (at::arange(seeds_per_rank, opts) + req.rank * seeds_per_rank).remainder(num_nodes);
-    pkb::Inputs in;
-    in.add("seed_nodes", seeds.contiguous());
-    in.add("fanouts.0", int64_t{10});
-    in.add("fanouts.1", int64_t{5});
-    in.add("local_adj_row_ptr", colptr);
-    in.add("local_adj_col", row);
-    in.add("node_to_rank", node_to_rank);
-    in.add("group", pkb::None{});
-    in.add("replace", false);
-    return in;
+    return {{"seed_nodes", seeds.contiguous()}, {"fanouts.0", int64_t{10}}, {"fanouts.1", int64_t{5}},
+            {"local_adj_row_ptr", colptr}, {"local_adj_col", row}, {"node_to_rank", node_to_rank},
+            {"group", pkb::None{}}, {"replace", false}};
   }
 
   // NOTE [integrity trials] (pkb/integrity.h): the published inputs draw

@@ -27,17 +27,14 @@ class GnnFeatureExchangeAll2All : public pkb::ProblemWithSpec<kSpec> {
     const int64_t seed_size = std::max<int64_t>(1, size.total * 3 / 4);
     at::Tensor features = at::randn({seed_size, size.hidden}, req.options());
     at::Tensor ids = at::randint(0, seed_size, {size.total}, req.options(at::kLong));
-    pkb::Inputs in;
-    in.add("local_features", features);
-    in.add("seed_inverse_ids", ids);
+    pkb::Inputs in{{"local_features", features}, {"seed_inverse_ids", ids}};
     add_uniform_counts(in, req.world, size.rows);
     return in;
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const int world = comm.world_size();
-    const at::Tensor& features = in.tensor(0);
-    const at::Tensor& ids = in.tensor(1);
+    const auto [features, ids] = in.tensors<2>();
     // As published, the output is cut by counts_sent and the gathered rows by
     // counts_received.
     at::Tensor out = rank_shifted_all_to_all(comm, features.index({ids}), counts_at(in, 2, world),
@@ -50,8 +47,7 @@ class GnnFeatureExchangeAll2All : public pkb::ProblemWithSpec<kSpec> {
   // the gathered rows read from the table, the output written (a fused kernel
   // sends gathered rows directly). FLOPs 0.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& features = in.tensor(0);
-    const at::Tensor& ids = in.tensor(1);
+    const auto [features, ids] = in.tensors<2>();
     const double row_bytes = static_cast<double>(features.size(1)) * features.element_size();
     const double total = static_cast<double>(ids.numel());
     const double kept = static_cast<double>(in.integer(2 + world));

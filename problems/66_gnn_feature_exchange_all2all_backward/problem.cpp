@@ -27,18 +27,14 @@ class GnnFeatureExchangeAll2AllBackward : public pkb::ProblemWithSpec<kSpec> {
     const int64_t seed_size = std::max<int64_t>(1, size.total / 2);
     at::Tensor grad = at::randn({size.total, size.hidden}, req.options(at::kFloat));
     at::Tensor ids = at::randint(0, seed_size, {size.total}, req.options(at::kLong));
-    pkb::Inputs in;
-    in.add("grad_output", grad);
-    in.add("seed_inverse_ids", ids);
-    in.add("seed_size", seed_size);
+    pkb::Inputs in{{"grad_output", grad}, {"seed_inverse_ids", ids}, {"seed_size", seed_size}};
     add_uniform_counts(in, req.world, size.rows);
     return in;
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const int world = comm.world_size();
-    const at::Tensor& grad = in.tensor(0);
-    const at::Tensor& ids = in.tensor(1);
+    const auto [grad, ids] = in.tensors<2>();
     const int64_t seed_size = in.integer(2);
     // Output chunks by counts_received, input chunks by counts_sent.
     at::Tensor out = rank_shifted_all_to_all(comm, grad, counts_at(in, 3 + world, world), counts_at(in, 3, world));

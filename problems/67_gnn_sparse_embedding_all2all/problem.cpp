@@ -1,6 +1,7 @@
 // Sparse embedding push (DGL-style NCCL sparse all-to-all, inferred): each
 // (index, row) update goes to the rank that owns the index (index mod W),
 // through a count exchange and two variable all-to-alls.
+#include "../blocks/round_up.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -13,7 +14,7 @@ const pkb::ProblemSpec kSpec{67, "gnn_sparse_embedding_all2all",
                              "Graph Parallel", "GNN sparse embedding push (DGL NCCL sparse all-to-all, inferred)",
                              "any"};
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+using pkb::blocks::round_up;
 
 class GnnSparseEmbeddingAll2All : public pkb::ProblemWithSpec<kSpec> {
  public:
@@ -24,21 +25,14 @@ class GnnSparseEmbeddingAll2All : public pkb::ProblemWithSpec<kSpec> {
     const int64_t num_nodes = round_up(std::max<int64_t>(100000, req.m), world);
     const int64_t nnz = std::max<int64_t>(1024, std::min<int64_t>(req.m / world, 50000));
     const int64_t hidden = std::max<int64_t>(8, std::min<int64_t>(req.n, 128));
-    auto opts = at::device(req.device);
-    at::Tensor idx = at::randint(0, num_nodes, {nnz}, opts.dtype(at::kLong));
-    at::Tensor value = at::randn({nnz, hidden}, opts.dtype(req.dtype));
-    pkb::Inputs in;
-    in.add("idx", idx);
-    in.add("value", value);
-    in.add("num_nodes", num_nodes);
-    in.add("group", pkb::None{});
-    return in;
+    at::Tensor idx = at::randint(0, num_nodes, {nnz}, req.options(at::kLong));
+    at::Tensor value = at::randn({nnz, hidden}, req.options());
+    return {{"idx", idx}, {"value", value}, {"num_nodes", num_nodes}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const int world = comm.world_size();
-    const at::Tensor& idx = in.tensor(0);
-    const at::Tensor& value = in.tensor(1);
+    const auto [idx, value] = in.tensors<2>();
     if (world == 1) return {idx, value};  // as published: the inputs themselves
 
     at::Tensor owner = idx.remainder(world).to(at::kLong);
@@ -70,8 +64,7 @@ class GnnSparseEmbeddingAll2All : public pkb::ProblemWithSpec<kSpec> {
   // HBM: idx and value read twice (owner/permute, then send), the received
   // rows written. FLOPs 0 (integer remainder and a sort).
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& idx = in.tensor(0);
-    const at::Tensor& value = in.tensor(1);
+    const auto [idx, value] = in.tensors<2>();
     const double nnz = static_cast<double>(idx.numel());
     const double row = 8.0 + static_cast<double>(value.size(1)) * value.element_size();
     const double w = world;

@@ -2,6 +2,7 @@
 // shard of a 111 M-row embedding table holds them, the rows come back through
 // a second all-to-all, the original query order is restored, and the rows are
 // projected with a dense matrix (one bf16 GEMM).
+#include "../blocks/round_up.h"
 #include "pkb/fixed_inputs.h"
 #include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
@@ -15,7 +16,7 @@ const pkb::ProblemSpec kSpec{68, "gnn_sparse_feature_fetch_projection",
                              "rows back), restore query order, project with a dense matrix",
                              "Graph Parallel", "GNN distributed feature store lookup (unknown)", "any"};
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+using pkb::blocks::round_up;
 
 // The published table has max(111 000 000, M) rows at every base shape (at
 // least 28 GB over all ranks), more than a CPU test machine holds. On the
@@ -42,21 +43,15 @@ class GnnSparseFeatureFetchProjection : public pkb::ProblemWithSpec<kSpec>, publ
     const int64_t total = round_up(std::max<int64_t>(base_rows, req.m), world);
     const int64_t shard = total / world;
     const int64_t embed = req.n >= 256 ? 256 : 128;
-    auto opts = at::device(req.device);
-    at::Tensor table = at::randn({shard, embed}, opts.dtype(req.dtype));
-    at::Tensor proj = at::randn({embed, embed}, opts.dtype(req.dtype));
+    at::Tensor table = at::randn({shard, embed}, req.options());
+    at::Tensor proj = at::randn({embed, embed}, req.options());
     const int64_t queries = std::max<int64_t>(20000, std::min<int64_t>(req.m / world, 200000));
-    at::Tensor base = at::arange(queries, opts.dtype(at::kLong));
+    at::Tensor base = at::arange(queries, req.options(at::kLong));
     at::Tensor owner = (base + rank).remainder(world);
     at::Tensor local = (base * 7 + rank).remainder(shard);
     at::Tensor ids = owner * shard + local;
-    pkb::Inputs in;
-    in.add("local_embedding_shard", table.contiguous());
-    in.add("input_node_ids", ids.contiguous());
-    in.add("proj_matrix", proj.contiguous());
-    in.add("num_total_nodes", total);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"local_embedding_shard", table.contiguous()}, {"input_node_ids", ids.contiguous()},
+            {"proj_matrix", proj.contiguous()}, {"num_total_nodes", total}, {"group", pkb::None{}}};
   }
 
   // NOTE [fixed inputs]: the table (56.8 GB at W = 1) is read only; the
@@ -75,20 +70,14 @@ class GnnSparseFeatureFetchProjection : public pkb::ProblemWithSpec<kSpec>, publ
     const int64_t offset = static_cast<int64_t>(pkb::world_draw_key(req) % static_cast<uint64_t>(shard));
     at::Tensor i = at::arange(base.tensor(1).numel(), base.tensor(1).options());
     at::Tensor ids = (i + rank).remainder(world) * shard + (i * 7 + rank + offset).remainder(shard);
-    pkb::Inputs in;
-    in.add("local_embedding_shard", table);
-    in.add("input_node_ids", ids.contiguous());
-    in.add("proj_matrix", at::randn(proj.sizes(), proj.options()));
-    in.add("num_total_nodes", total);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"local_embedding_shard", table}, {"input_node_ids", ids.contiguous()},
+            {"proj_matrix", at::randn(proj.sizes(), proj.options())}, {"num_total_nodes", total},
+            {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const int world = comm.world_size(), rank = comm.rank();
-    const at::Tensor& table = in.tensor(0);
-    const at::Tensor& ids = in.tensor(1);
-    const at::Tensor& proj = in.tensor(2);
+    const auto [table, ids, proj] = in.tensors<3>();
     const int64_t total = in.integer(3);
     const int64_t shard = (total + world - 1) / world;
     const int64_t embed = table.size(1), queries = ids.size(0);
@@ -123,9 +112,7 @@ class GnnSparseFeatureFetchProjection : public pkb::ProblemWithSpec<kSpec>, publ
   // average), rows written on arrival and read back in query order, the
   // projection read and the (Q, E) result written. FLOPs: 2·Q·E·E.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& table = in.tensor(0);
-    const at::Tensor& ids = in.tensor(1);
-    const at::Tensor& proj = in.tensor(2);
+    const auto [table, ids, proj] = in.tensors<3>();
     const double q = static_cast<double>(ids.numel()), e = table.element_size();
     const double embed = static_cast<double>(table.size(1)), out_dim = static_cast<double>(proj.size(1));
     const double w = world;

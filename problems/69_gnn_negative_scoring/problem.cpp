@@ -26,11 +26,7 @@ class GnnNegativeScoring : public pkb::ProblemWithSpec<kSpec, CpuOrderOnReplay> 
     auto opts = req.options();
     at::Tensor p = at::randn({pos}, opts);
     at::Tensor n = at::randn({pos, neg}, opts);
-    pkb::Inputs in;
-    in.add("local_pos_scores", p);
-    in.add("local_neg_scores", n);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"local_pos_scores", p}, {"local_neg_scores", n}, {"group", pkb::None{}}};
   }
 
   // NVLink: each rank receives every other rank's block (Pr_s·(1+Nneg)·e

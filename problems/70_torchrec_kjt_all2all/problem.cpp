@@ -49,9 +49,7 @@ class TorchrecKjtAll2All : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor lengths = at::randint(5, 21, {features, batch}, opts).reshape({-1}).contiguous();
     const int64_t total = lengths.sum().item<int64_t>();
     at::Tensor values = at::randint(0, 1000000, {total}, opts);
-    pkb::Inputs in;
-    in.add("lengths", lengths);
-    in.add("values", values);
+    pkb::Inputs in{{"lengths", lengths}, {"values", values}};
     for (int64_t d = 0; d < world; ++d) in.add("key_splits." + std::to_string(d), key_splits[d]);
     in.add("batch_size", batch);
     in.add("pg", pkb::None{});

@@ -23,16 +23,12 @@ class HyenaConv1dBoundaryExchange : public pkb::ProblemWithSpec<kSpec> {
   // Fixed shapes whatever the base shape. RNG order: x, weight (both per rank).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto opts = req.options();
-    pkb::Inputs in;
-    in.add("x", at::randn({1, kChannels, 2 * kChunk}, opts));
-    in.add("weight", at::randn({kChannels, 1, kKernel}, opts));
-    in.add("group", pkb::None{});
-    return in;
+    return {{"x", at::randn({1, kChannels, 2 * kChunk}, opts)}, {"weight", at::randn({kChannels, 1, kKernel}, opts)},
+            {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const at::Tensor& weight = in.tensor(1);
+    const auto [x, weight] = in.tensors<2>();
     const int rank = comm.rank(), world = comm.world_size();
     const int64_t batch = x.size(0), hidden = x.size(1), local_seq = x.size(2);
     const int64_t chunk_len = local_seq / 2, pad = weight.size(-1) - 1;
@@ -76,8 +72,7 @@ class HyenaConv1dBoundaryExchange : public pkb::ProblemWithSpec<kSpec> {
   // NVLink: at most two halos sent, C*(K-1) elements each. HBM: x read, y
   // written, the weight read. FLOPs: 2*K per output element.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const at::Tensor& w = in.tensor(1);
+    const auto [x, w] = in.tensors<2>();
     const double e = static_cast<double>(x.element_size()), n = static_cast<double>(x.numel());
     const double k = static_cast<double>(w.size(-1)), c = static_cast<double>(x.size(1));
     return {/*nvlink_bytes_per_rank=*/(world > 1 ? 2.0 : 0.0) * c * (k - 1) * e,

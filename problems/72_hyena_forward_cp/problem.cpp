@@ -6,6 +6,7 @@
 // kept exactly as published (rfft/irfft fp32, the same sizes and scaling):
 // |y| reaches ~1e5, so near-zero outputs depend on the FFT's rounding (an fp64
 // FFT fails a few dozen elements; catalog Appendix A).
+#include "../blocks/ulysses.h"
 #include "pkb/memory_estimate.h"
 #include "pkb/problem.h"
 
@@ -52,10 +53,9 @@ class HyenaForwardCp : public pkb::ProblemWithSpec<kSpec> {
     auto opts = req.options();
     auto bf = req.options(at::kBFloat16);
     const int64_t groups = kChannels / kGroupDim;
-    pkb::Inputs in;
-    in.add("x1_seq", at::randn({1, kChannels, kLocalSeq}, opts));
-    in.add("x2_seq", at::randn({1, kChannels, kLocalSeq}, opts));
-    in.add("v_seq", at::randn({1, kChannels, kLocalSeq}, opts));
+    pkb::Inputs in{{"x1_seq", at::randn({1, kChannels, kLocalSeq}, opts)},
+                   {"x2_seq", at::randn({1, kChannels, kLocalSeq}, opts)},
+                   {"v_seq", at::randn({1, kChannels, kLocalSeq}, opts)}};
     at::Tensor h = at::arange(groups * kFilterLen, bf).reshape({groups, kFilterLen}) / kFilterLen;
     in.add("h", h.to(req.dtype).contiguous());
     in.add("conv_bias", (at::arange(kChannels, bf) / kChannels).to(req.dtype).contiguous());
@@ -105,35 +105,22 @@ class HyenaForwardCp : public pkb::ProblemWithSpec<kSpec> {
  private:
   // (B, C, Ls) zig-zag sequence shard -> (B, C/W, L) channel shard, natural order.
   static at::Tensor split_to_full(pkb::Collectives& comm, const at::Tensor& x, bool zigzag) {
-    const int64_t world = comm.world_size();
-    const int64_t batch = x.size(0), channels = x.size(1), local_seq = x.size(2);
-    const int64_t local_channels = channels / world, seq_len = local_seq * world;
-    at::Tensor send = x.reshape({batch, world, local_channels, local_seq}).permute({1, 0, 2, 3}).contiguous();
-    at::Tensor recv = at::empty_like(send);
-    comm.all_to_all_single(recv, send);
-    at::Tensor out = recv.permute({1, 2, 0, 3}).reshape({batch, local_channels, seq_len}).contiguous();
-    if (zigzag) {
-      const int64_t chunks = 2 * world;
-      at::Tensor index = inverse_zigzag_indices(chunks, out.device());
-      out = out.reshape({batch, local_channels, chunks, seq_len / chunks}).index_select(2, index).reshape({batch, local_channels, seq_len});
-    }
+    at::Tensor out = pkb::blocks::list_all_to_all(comm, x, /*scatter_dim=*/1, /*gather_dim=*/2);
+    if (zigzag) out = reorder_chunks(out, inverse_zigzag_indices(2 * comm.world_size(), out.device()));
     return out;
   }
 
   // (B, C/W, L) natural order -> (B, C, Ls) zig-zag sequence shard.
   static at::Tensor full_to_split(pkb::Collectives& comm, at::Tensor x, bool zigzag) {
-    const int64_t world = comm.world_size();
-    const int64_t batch = x.size(0), local_channels = x.size(1), seq_len = x.size(2);
-    const int64_t local_seq = seq_len / world;
-    if (zigzag) {
-      const int64_t chunks = 2 * world;
-      at::Tensor index = zigzag_indices(chunks, x.device());
-      x = x.reshape({batch, local_channels, chunks, seq_len / chunks}).index_select(2, index).reshape({batch, local_channels, seq_len});
-    }
-    at::Tensor send = x.reshape({batch, local_channels, world, local_seq}).permute({2, 0, 1, 3}).contiguous();
-    at::Tensor recv = at::empty_like(send);
-    comm.all_to_all_single(recv, send);
-    return recv.permute({1, 0, 2, 3}).reshape({batch, world * local_channels, local_seq}).contiguous();
+    if (zigzag) x = reorder_chunks(x, zigzag_indices(2 * comm.world_size(), x.device()));
+    return pkb::blocks::list_all_to_all(comm, x, /*scatter_dim=*/2, /*gather_dim=*/1);
+  }
+
+  // The sequence (dim 2) as index.size(0) equal chunks, picked in `index` order.
+  static at::Tensor reorder_chunks(const at::Tensor& x, const at::Tensor& index) {
+    const int64_t batch = x.size(0), channels = x.size(1), seq_len = x.size(2), chunks = index.size(0);
+    at::Tensor picked = x.reshape({batch, channels, chunks, seq_len / chunks}).index_select(2, index);
+    return picked.reshape({batch, channels, seq_len});
   }
 
   // Causal long conv as published: fp32 rfft of size 2L, kernel spectrum / 2L,

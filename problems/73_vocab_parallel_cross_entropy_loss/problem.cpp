@@ -24,9 +24,8 @@ class VocabParallelCrossEntropyLoss : public pkb::ProblemWithSpec<kSpec> {
   // Fixed shapes. RNG: the logits only; the targets are arithmetic, the same
   // on every rank, and shift with the trial.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = req.options();
     pkb::Inputs in;
-    in.add("vocab_parallel_logits", at::randn({kBatch, kSeq, kVocab / req.world}, opts));
+    in.add("vocab_parallel_logits", at::randn({kBatch, kSeq, kVocab / req.world}, req.options()));
     at::Tensor ids = at::arange(kBatch * kSeq, req.options(at::kLong));
     in.add("target", (ids * 13 + 7 + req.trial).remainder(kVocab).reshape({kBatch, kSeq}));
     in.add("group", pkb::None{});

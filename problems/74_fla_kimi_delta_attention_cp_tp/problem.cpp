@@ -82,14 +82,12 @@ class FlaKimiDeltaAttentionCpTp : public pkb::ProblemWithSpec<kSpec> {
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto opts = req.options();
     auto bf = req.options(at::kBFloat16);
-    pkb::Inputs in;
-    in.add("q", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts));
-    in.add("k", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts));
-    in.add("v", at::randn({1, kLocalSeq, kHeads, kValueDim}, opts));
-    in.add("g", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts));
-    in.add("beta", at::randn({1, kLocalSeq, kHeads}, opts));
-    in.add("a_log", at::linspace(-0.1, 0.1, kHeads, bf));
-    in.add("dt_bias", at::linspace(-0.1, 0.1, kHeads * kKeyDim, bf));
+    pkb::Inputs in{{"q", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts)},
+                   {"k", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts)},
+                   {"v", at::randn({1, kLocalSeq, kHeads, kValueDim}, opts)},
+                   {"g", at::randn({1, kLocalSeq, kHeads, kKeyDim}, opts)},
+                   {"beta", at::randn({1, kLocalSeq, kHeads}, opts)}, {"a_log", at::linspace(-0.1, 0.1, kHeads, bf)},
+                   {"dt_bias", at::linspace(-0.1, 0.1, kHeads * kKeyDim, bf)}};
     if (tp_layout(req.world)) {
       const int64_t cp = req.world / 2;
       in.add("cp_group", pkb::GroupRanks{iota(req.rank % 2, 2, cp)});

@@ -5,6 +5,7 @@
 // state, project k, delta update, read out with q), and an all-to-all returns
 // the sequence shards.
 #include "../blocks/delta_rule.h"
+#include "../blocks/ulysses.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -20,24 +21,12 @@ constexpr int64_t kValueDim = 512;
 
 int64_t heads_for(int world) { return (6 + world - 1) / world * world; }  // roundup(6, W)
 
-// (B, Ls, H, D) sequence shard -> (B, W*Ls, H/W, D) head shard.
+// (B, Ls, H, D) sequence shard <-> (B, W*Ls, H/W, D) head shard.
 at::Tensor sequence_to_heads(pkb::Collectives& comm, const at::Tensor& x) {
-  const int64_t world = comm.world_size();
-  const int64_t b = x.size(0), ls = x.size(1), h = x.size(2), d = x.size(3), hl = h / world;
-  at::Tensor send = x.reshape({b, ls, world, hl, d}).permute({2, 1, 0, 3, 4}).contiguous();
-  at::Tensor recv = at::empty_like(send);
-  comm.all_to_all_single(recv, send);
-  return recv.permute({2, 0, 1, 3, 4}).reshape({b, world * ls, hl, d}).contiguous();
+  return pkb::blocks::list_all_to_all(comm, x, /*scatter_dim=*/2, /*gather_dim=*/1);
 }
-
-// (B, L, H/W, D) head shard -> (B, L/W, H, D) sequence shard.
 at::Tensor heads_to_sequence(pkb::Collectives& comm, const at::Tensor& x) {
-  const int64_t world = comm.world_size();
-  const int64_t b = x.size(0), l = x.size(1), hl = x.size(2), d = x.size(3), ls = l / world;
-  at::Tensor send = x.reshape({b, world, ls, hl, d}).permute({1, 2, 0, 3, 4}).contiguous();
-  at::Tensor recv = at::empty_like(send);
-  comm.all_to_all_single(recv, send);
-  return recv.permute({2, 1, 0, 3, 4}).reshape({b, ls, world * hl, d}).contiguous();
+  return pkb::blocks::list_all_to_all(comm, x, /*scatter_dim=*/1, /*gather_dim=*/2);
 }
 
 // F.normalize(x, p=2, dim=-1, eps): x / max(||x||_2, eps).
@@ -89,18 +78,15 @@ class FlaGatedDeltanetCp : public pkb::ProblemWithSpec<kSpec> {
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto opts = req.options();
     auto bf = req.options(at::kBFloat16);
-    const int64_t h = heads_for(req.world), hl = h / req.world;
-    pkb::Inputs in;
-    in.add("q", at::randn({1, kLocalSeq, h, kKeyDim}, opts));
-    in.add("k", at::randn({1, kLocalSeq, h, kKeyDim}, opts));
-    in.add("v", at::randn({1, kLocalSeq, h, kValueDim}, opts));
-    in.add("gate", at::randn({1, kLocalSeq, h}, opts));
-    in.add("beta", at::randn({1, kLocalSeq, h}, bf).sigmoid().to(req.dtype));
-    const int64_t start = req.rank * hl;
-    in.add("a_log", at::linspace(0.0, 0.2, h, bf).slice(0, start, start + hl).contiguous());
-    in.add("dt_bias", at::linspace(-0.1, 0.1, h, bf).slice(0, start, start + hl).contiguous());
-    in.add("group", pkb::None{});
-    return in;
+    const int64_t h = heads_for(req.world), hl = h / req.world, start = req.rank * hl;
+    return {{"q", at::randn({1, kLocalSeq, h, kKeyDim}, opts)},
+            {"k", at::randn({1, kLocalSeq, h, kKeyDim}, opts)},
+            {"v", at::randn({1, kLocalSeq, h, kValueDim}, opts)},
+            {"gate", at::randn({1, kLocalSeq, h}, opts)},
+            {"beta", at::randn({1, kLocalSeq, h}, bf).sigmoid().to(req.dtype)},
+            {"a_log", at::linspace(0.0, 0.2, h, bf).slice(0, start, start + hl).contiguous()},
+            {"dt_bias", at::linspace(-0.1, 0.1, h, bf).slice(0, start, start + hl).contiguous()},
+            {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -38,22 +38,14 @@ class OpensoraConv3dAllreduce : public pkb::ProblemWithSpec<kSpec> {
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto opts = req.options();
     const int64_t cout = out_channels_for(req.world), cin = cout / req.world;
-    pkb::Inputs in;
-    in.add("input", at::randn({1, cin, kTime, kHeight, kWidth}, opts));
-    in.add("weight", at::randn({cout, cin, kKernel, kKernel, kKernel}, opts));
-    in.add("bias", at::linspace(-0.1, 0.1, cout, opts));
-    in.add("stride", int64_t{1});
-    in.add("padding", int64_t{0});
-    in.add("dilation", int64_t{1});
-    in.add("groups", int64_t{1});
-    in.add("group", pkb::None{});
-    return in;
+    return {{"input", at::randn({1, cin, kTime, kHeight, kWidth}, opts)},
+            {"weight", at::randn({cout, cin, kKernel, kKernel, kKernel}, opts)},
+            {"bias", at::linspace(-0.1, 0.1, cout, opts)}, {"stride", int64_t{1}}, {"padding", int64_t{0}},
+            {"dilation", int64_t{1}}, {"groups", int64_t{1}}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& input = in.tensor(0);
-    const at::Tensor& weight = in.tensor(1);
-    const at::Tensor& bias = in.tensor(2);
+    const auto [input, weight, bias] = in.tensors<3>();
     const int64_t stride = in.integer(3), padding = in.integer(4), dilation = in.integer(5), groups = in.integer(6);
     // The published helper splits the conv into channel chunks (fp32 partial
     // sums) only above 2^31 elements; these shapes never reach it.
@@ -71,8 +63,7 @@ class OpensoraConv3dAllreduce : public pkb::ProblemWithSpec<kSpec> {
   // written (and read once more for the bias). FLOPs: 2 * Cout * Cin_l * 27
   // per output position.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const at::Tensor& w = in.tensor(1);
+    const auto [x, w] = in.tensors<2>();
     const double e = static_cast<double>(x.element_size()), wd = world;
     const double cout = static_cast<double>(w.size(0)), cin = static_cast<double>(w.size(1));
     const double kvol = static_cast<double>(w.size(2) * w.size(3) * w.size(4));

@@ -176,8 +176,7 @@ class Magi1CsoAsyncAttention : public pkb::ProblemWithSpec<kSpec> {
   // are re-read per query tile, not counted). FLOPs: 4 * (W*spb) * clip * D
   // per local query head and range.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& q = in.tensor(0);
-    const at::Tensor& kv = in.tensor(1);
+    const auto [q, kv] = in.tensors<2>();
     const double w = world, e = static_cast<double>(q.element_size());
     const double ranges = static_cast<double>(in.integer(3));
     const double tokens = static_cast<double>(q.size(0)), spb = tokens / ranges;

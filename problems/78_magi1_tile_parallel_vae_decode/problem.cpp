@@ -85,19 +85,11 @@ class Magi1TileParallelVaeDecode : public pkb::ProblemWithSpec<kSpec> {
   // Fixed shapes. z is always bf16 (whatever the harness dtype), per rank.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
     auto bf = req.options(at::kBFloat16);
-    pkb::Inputs in;
-    in.add("z", at::randn({1, 16, 6, 90, 90}, bf));
-    in.add("tile_latent_min_length", int64_t{3});
-    in.add("tile_latent_min_height", int64_t{32});
-    in.add("tile_latent_min_width", int64_t{32});
-    in.add("spatial_tile_overlap_factor", 0.25);
-    in.add("temporal_tile_overlap_factor", 0.0);
-    in.add("spatial_upsample", int64_t{8});
-    in.add("temporal_upsample", int64_t{4});
-    in.add("sr_ratio", int64_t{1});
-    in.add("first_frame_as_image", false);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"z", at::randn({1, 16, 6, 90, 90}, bf)}, {"tile_latent_min_length", int64_t{3}},
+            {"tile_latent_min_height", int64_t{32}}, {"tile_latent_min_width", int64_t{32}},
+            {"spatial_tile_overlap_factor", 0.25}, {"temporal_tile_overlap_factor", 0.0},
+            {"spatial_upsample", int64_t{8}}, {"temporal_upsample", int64_t{4}}, {"sr_ratio", int64_t{1}},
+            {"first_frame_as_image", false}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

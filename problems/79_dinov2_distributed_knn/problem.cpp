@@ -47,15 +47,14 @@ class DinoDistributedKnn : public pkb::ProblemWithSpec<kSpec, CpuOrderOnReplay> 
   // row-L2-normalised in bf16 (test first, then train), cast to the run's
   // dtype; train stored transposed (D, Tn); labels (r·Tn + j) mod 1000.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
     const int64_t queries = std::max<int64_t>(32, std::min<int64_t>(req.m / 64, 256));
     const int64_t train = std::max<int64_t>(1024, std::min<int64_t>(req.n * 16 / std::max(req.world, 1), 16384));
     int64_t dim = 384;
     if (req.n >= 4096) dim = 768;
     if (req.n >= 8192) dim = 1024;
     const int64_t max_k = std::min<int64_t>(200, train);
-    at::Tensor test = at::randn({queries, dim}, opts.dtype(at::kBFloat16));
-    at::Tensor trainf = at::randn({train, dim}, opts.dtype(at::kBFloat16));
+    at::Tensor test = at::randn({queries, dim}, req.options(at::kBFloat16));
+    at::Tensor trainf = at::randn({train, dim}, req.options(at::kBFloat16));
     // F.normalize(x, p=2, dim=1): x / max(||x||, eps), the norm in bf16 and
     // the division by its expansion.
     auto normalize = [](const at::Tensor& x) {
@@ -64,14 +63,11 @@ class DinoDistributedKnn : public pkb::ProblemWithSpec<kSpec, CpuOrderOnReplay> 
     };
     test = normalize(test);
     trainf = normalize(trainf);
-    at::Tensor labels = at::remainder(req.rank * train + at::arange(train, opts.dtype(at::kLong)), 1000).view({1, train});
-    pkb::Inputs in;
-    in.add("test_features_rank", test.to(req.dtype).contiguous());
-    in.add("train_features_rank_T", trainf.to(req.dtype).t().contiguous());
-    in.add("train_labels_rank", labels.contiguous());
-    in.add("max_k", max_k);
-    in.add("group", pkb::None{});
-    return in;
+    at::Tensor labels =
+        at::remainder(req.rank * train + at::arange(train, req.options(at::kLong)), 1000).view({1, train});
+    return {{"test_features_rank", test.to(req.dtype).contiguous()},
+            {"train_features_rank_T", trainf.to(req.dtype).t().contiguous()},
+            {"train_labels_rank", labels.contiguous()}, {"max_k", max_k}, {"group", pkb::None{}}};
   }
 
   // Q queries of D features (e bytes), Tn train rows, k candidates. NVLink:
@@ -80,8 +76,7 @@ class DinoDistributedKnn : public pkb::ProblemWithSpec<kSpec, CpuOrderOnReplay> 
   // once per owner (W·D·Tn·e) plus the queries and labels. FLOPs: the W
   // similarity GEMMs, W·2·Q·D·Tn.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& test = in.tensor(0);
-    const at::Tensor& train_t = in.tensor(1);
+    const auto [test, train_t] = in.tensors<2>();
     const double q = static_cast<double>(test.size(0)), d = static_cast<double>(test.size(1));
     const double tn = static_cast<double>(train_t.size(1)), k = static_cast<double>(in.integer(3));
     const double e = static_cast<double>(test.element_size()), w = world;
@@ -92,9 +87,7 @@ class DinoDistributedKnn : public pkb::ProblemWithSpec<kSpec, CpuOrderOnReplay> 
 
  private:
   pkb::Outputs forward(pkb::Collectives& comm, const pkb::Inputs& in, bool cpu_order) const override {
-    const at::Tensor& test = in.tensor(0);
-    const at::Tensor& train_t = in.tensor(1);
-    const at::Tensor& labels = in.tensor(2);
+    const auto [test, train_t, labels] = in.tensors<3>();
     const int64_t k = in.integer(3);
     const int world = comm.world_size(), rank = comm.rank();
     PKB_CHECK(k <= train_t.size(1), "max_k must not exceed the local train shard size");

@@ -22,17 +22,11 @@ class DinoSinkhornKnopp : public pkb::ProblemWithSpec<kSpec> {
   // Bl = max(512, min(M, 1024)) samples per rank, 16384 prototypes;
   // teacher_output = 0.01 * randn, float32 (the run's dtype is ignored).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
     const int64_t local_batch = std::max<int64_t>(512, std::min<int64_t>(req.m, 1024));
-    at::Tensor teacher = at::randn({local_batch, kPrototypes}, opts.dtype(at::kFloat)) * 0.01;
-    at::Tensor n_masked = at::full({1}, local_batch, opts.dtype(at::kLong));
-    pkb::Inputs in;
-    in.add("teacher_output", teacher.contiguous());
-    in.add("teacher_temp", 0.07);
-    in.add("n_masked_patches_tensor", n_masked);
-    in.add("n_iterations", int64_t{3});
-    in.add("group", pkb::None{});
-    return in;
+    at::Tensor teacher = at::randn({local_batch, kPrototypes}, req.options(at::kFloat)) * 0.01;
+    at::Tensor n_masked = at::full({1}, local_batch, req.options(at::kLong));
+    return {{"teacher_output", teacher.contiguous()}, {"teacher_temp", 0.07}, {"n_masked_patches_tensor", n_masked},
+            {"n_iterations", int64_t{3}}, {"group", pkb::None{}}};
   }
 
   // NOTE [integrity trials] (pkb/integrity.h): with 0.01·randn scores at

@@ -64,22 +64,19 @@ class Sam3IouSuppression : public pkb::ProblemWithSpec<kSpec> {
   // bf16(bf16(randn + 4·pattern) − 1), pattern[i,y,x] = (y+x+i+rank) mod 5 == 0;
   // scores linspace(−5, 5, n); last_occluded[j] = j mod 5 − 1 (global, same on all ranks).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
     std::vector<int64_t> counts = counts_for(req.world, req.trial);
     const int64_t n = counts[req.rank];
     int64_t total = 0;
     for (int64_t c : counts) total += c;
-    at::Tensor masks = at::randn({n, kHeight, kWidth}, opts.dtype(req.dtype));
-    at::Tensor yy = at::arange(kHeight, opts.dtype(at::kLong)).view({1, kHeight, 1});
-    at::Tensor xx = at::arange(kWidth, opts.dtype(at::kLong)).view({1, 1, kWidth});
-    at::Tensor centers = at::arange(n, opts.dtype(at::kLong)).view({n, 1, 1});
+    at::Tensor masks = at::randn({n, kHeight, kWidth}, req.options());
+    at::Tensor yy = at::arange(kHeight, req.options(at::kLong)).view({1, kHeight, 1});
+    at::Tensor xx = at::arange(kWidth, req.options(at::kLong)).view({1, 1, kWidth});
+    at::Tensor centers = at::arange(n, req.options(at::kLong)).view({n, 1, 1});
     at::Tensor pattern = at::remainder(yy + xx + centers + req.rank, 5).eq(0).to(req.dtype);
     masks = masks + pattern * 4.0 - 1.0;
-    at::Tensor scores = at::linspace(-5.0, 5.0, n, opts.dtype(req.dtype));
-    at::Tensor last = at::remainder(at::arange(total, opts.dtype(at::kLong)), 5) - 1;
-    pkb::Inputs in;
-    in.add("low_res_masks_local", masks.contiguous());
-    in.add("obj_scores_local", scores.contiguous());
+    at::Tensor scores = at::linspace(-5.0, 5.0, n, req.options());
+    at::Tensor last = at::remainder(at::arange(total, req.options(at::kLong)), 5) - 1;
+    pkb::Inputs in{{"low_res_masks_local", masks.contiguous()}, {"obj_scores_local", scores.contiguous()}};
     for (size_t d = 0; d < counts.size(); ++d) in.add("num_obj_per_gpu." + std::to_string(d), counts[d]);
     in.add("last_occluded", last.contiguous());
     in.add("iou_threshold", 0.7);
@@ -132,8 +129,7 @@ class Sam3IouSuppression : public pkb::ProblemWithSpec<kSpec> {
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
     const int world = comm.world_size(), rank = comm.rank();
-    const at::Tensor& masks_in = in.tensor(0);
-    const at::Tensor& scores_in = in.tensor(1);
+    const auto [masks_in, scores_in] = in.tensors<2>();
     std::vector<int64_t> counts;
     for (int d = 0; d < world; ++d) counts.push_back(in.integer(2 + d));
     const at::Tensor& last_in = in.tensor(2 + world);

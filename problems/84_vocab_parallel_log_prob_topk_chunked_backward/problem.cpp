@@ -40,8 +40,7 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::ProblemWithSpec<kSpe
     pkb::Inputs in;
     add_vocab_logits_and_target(in, req, 19, 5);
     const int64_t batch = in.tensor(1).size(0), seq = in.tensor(1).size(1);
-    auto opts = at::device(req.device);
-    at::Tensor grad_output = at::linspace(-1.0, 1.0, batch * seq, opts.dtype(at::kBFloat16)).reshape({batch, seq});
+    at::Tensor grad_output = at::linspace(-1.0, 1.0, batch * seq, req.options(at::kBFloat16)).reshape({batch, seq});
     in.add("grad_output", grad_output.contiguous());
     add_filter_args(in);
     in.add("chunk_size", vocab_chunk_size(in, req.world));
@@ -59,9 +58,7 @@ class VocabParallelLogProbTopkChunkedBackward : public pkb::ProblemWithSpec<kSpe
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& vp_logits = in.tensor(0);
-    const at::Tensor& target = in.tensor(1);
-    const at::Tensor& grad_output = in.tensor(2);
+    const auto [vp_logits, target, grad_output] = in.tensors<3>();
     const int64_t top_k = in.integer(4);
     const double top_p = in.real(5);
     const int64_t chunk_size = in.integer(6);

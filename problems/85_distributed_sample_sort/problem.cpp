@@ -65,15 +65,11 @@ class DistributedSampleSort : public pkb::ProblemWithSpec<kSpec> {
   // trial ≡ 3 (mod 4); integers in [-50, 50) drawn as int64, converted to the
   // run's dtype, then shifted by -rank·max(1, n) (rounded to the dtype).
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
     int64_t n = std::max<int64_t>(4 * req.world, std::min<int64_t>(req.m / std::max(req.world, 1), 4096));
     if (req.trial % 4 == 3 && req.rank % 2 == 1) n = 0;
-    at::Tensor values = at::randint(-50, 50, {n}, opts.dtype(at::kLong));
+    at::Tensor values = at::randint(-50, 50, {n}, req.options(at::kLong));
     values = values.to(req.dtype) - static_cast<int64_t>(req.rank) * std::max<int64_t>(1, n);
-    pkb::Inputs in;
-    in.add("local_shard", values.contiguous());
-    in.add("group", pkb::None{});
-    return in;
+    return {{"local_shard", values.contiguous()}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

@@ -53,19 +53,13 @@ class TpMuonOrthogonalization : public pkb::ProblemWithSpec<kSpec> {
   // x: (512, Cg/W) bf16 (always bf16, as published), randn + 0.01·rank
   // (rounded to bf16); Cg = roundup(512, W), or roundup(1024, W) if N >= 4096.
   pkb::Inputs make_inputs(const pkb::InputRequest& req) const override {
-    auto opts = at::device(req.device);
     int64_t global_cols = req.n < 4096 ? 512 : 1024;
     global_cols = (global_cols + req.world - 1) / req.world * req.world;
     const int64_t local_cols = global_cols / req.world;
-    at::Tensor x = at::randn({kRows, local_cols}, opts.dtype(at::kBFloat16));
+    at::Tensor x = at::randn({kRows, local_cols}, req.options(at::kBFloat16));
     x = x + 0.01 * req.rank;
-    pkb::Inputs in;
-    in.add("x", x.contiguous());
-    in.add("steps", int64_t{5});
-    in.add("coefficient_type", std::string("quintic"));
-    in.add("partition_dim", int64_t{1});
-    in.add("group", pkb::None{});
-    return in;
+    return {{"x", x.contiguous()}, {"steps", int64_t{5}}, {"coefficient_type", std::string("quintic")},
+            {"partition_dim", int64_t{1}}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {

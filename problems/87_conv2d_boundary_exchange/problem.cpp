@@ -33,20 +33,12 @@ class Conv2dBoundaryExchange : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor x = at::randn({1, channels, local_h, width}, opts);
     at::Tensor weight = at::randn({channels, channels, kernel, kernel}, opts);
     at::Tensor bias = at::randn({channels}, opts);
-    pkb::Inputs in;
-    in.add("x", x.contiguous());
-    in.add("weight", weight.contiguous());
-    in.add("bias", bias.contiguous());
-    in.add("stride", int64_t{1});
-    in.add("padding", padding);
-    in.add("group", pkb::None{});
-    return in;
+    return {{"x", x.contiguous()}, {"weight", weight.contiguous()}, {"bias", bias.contiguous()}, {"stride", int64_t{1}},
+            {"padding", padding}, {"group", pkb::None{}}};
   }
 
   pkb::Outputs reference(pkb::Context& ctx, pkb::Collectives& comm, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const at::Tensor& weight = in.tensor(1);
-    const at::Tensor& bias = in.tensor(2);
+    const auto [x, weight, bias] = in.tensors<3>();
     const int64_t stride = in.integer(3), padding = in.integer(4);
     const int world = comm.world_size(), rank = comm.rank();
     const int64_t b = padding;
@@ -75,8 +67,7 @@ class Conv2dBoundaryExchange : public pkb::ProblemWithSpec<kSpec> {
   // neighbours' rows alone would be 2·C_in·p·Wd·e). HBM: x, weight and bias
   // read, the output written. FLOPs: 2·C_out·C_in·k²·Hout·Wd.
   pkb::Cost cost(int world, const pkb::Inputs& in) const override {
-    const at::Tensor& x = in.tensor(0);
-    const at::Tensor& w = in.tensor(1);
+    const auto [x, w] = in.tensors<2>();
     const double cin = static_cast<double>(x.size(1)), h = static_cast<double>(x.size(2));
     const double wd = static_cast<double>(x.size(3)), cout = static_cast<double>(w.size(0));
     const double k2 = static_cast<double>(w.size(2) * w.size(3)), p = static_cast<double>(in.integer(4));

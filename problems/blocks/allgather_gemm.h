@@ -23,17 +23,13 @@ class KShardedAllGatherGemm : public Problem {
     auto opts = req.options();
     at::Tensor a_local = at::randn({req.m, kGatherGemmK / req.world}, opts);
     at::Tensor b = at::randn({kGatherGemmK, req.n}, opts);
-    Inputs in;
-    in.add("A_local", a_local);
-    in.add("B", b);
-    return in;
+    return {{"A_local", a_local}, {"B", b}};
   }
 
   // The all-gather moves (W-1) foreign shards of M·K/W elements; the GEMM reads
   // the gathered A and B and writes C once; 2·M·N·K flops.
   Cost cost(int world, const Inputs& in) const override {
-    const at::Tensor& a_local = in.tensor(0);
-    const at::Tensor& b = in.tensor(1);
+    const auto [a_local, b] = in.tensors<2>();
     const double m = static_cast<double>(a_local.size(0)), k_local = static_cast<double>(a_local.size(1));
     const double k = static_cast<double>(b.size(0)), n = static_cast<double>(b.size(1));
     const double e = static_cast<double>(a_local.element_size()), w = world;

@@ -9,10 +9,7 @@ namespace pkb::blocks {
 
 // A (rows, N) tensor of this rank's constant r + 1, under `name`.
 inline Inputs rank_constant_inputs(const InputRequest& req, int64_t rows, const char* name = "tensor") {
-  auto opts = req.options();
-  Inputs in;
-  in.add(name, at::full({rows, req.n}, req.rank + 1, opts));
-  return in;
+  return {{name, at::full({rows, req.n}, req.rank + 1, req.options())}};
 }
 
 // NOTE [constant collective inputs]

@@ -12,10 +12,10 @@
 #include <string>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #include "../blocks/cpu_order_on_replay.h"
 #include "../blocks/moe_routing.h"
+#include "../blocks/moe_token_dispatcher.h"
 #include "pkb/problem.h"
 
 namespace pkb::blocks {
@@ -34,31 +34,6 @@ inline std::pair<at::Tensor, at::Tensor> default_linear(int64_t in, int64_t out,
   const double bias_bound = 1.0 / std::sqrt(static_cast<double>(in));
   at::Tensor b = at::empty({out}, at::TensorOptions().dtype(at::kFloat)).uniform_(-bias_bound, bias_bound);
   return {w.to(req.device, req.dtype), b.to(req.device, req.dtype)};
-}
-
-inline std::vector<int64_t> to_list(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU, at::kLong).contiguous().reshape({-1});
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
-// _AllToAll.forward: a fresh (sum(out_splits), N) tensor; at W = 1 the input.
-inline at::Tensor all_to_all(pkb::Collectives& comm, const at::Tensor& input, const std::vector<int64_t>& out_splits,
-                      const std::vector<int64_t>& in_splits) {
-  at::Tensor x = input.contiguous();
-  if (comm.world_size() == 1) return x;
-  int64_t rows = 0;
-  for (int64_t s : out_splits) rows += s;
-  at::Tensor out = at::empty({rows, x.size(1)}, x.options());
-  comm.all_to_all_single(out, x, out_splits, in_splits);
-  return out;
-}
-
-inline at::Tensor sort_chunks_by_idxs(const at::Tensor& input, const std::vector<int64_t>& sizes,
-                               const std::vector<int64_t>& order) {
-  std::vector<at::Tensor> chunks = input.split_with_sizes(sizes, 0);
-  std::vector<at::Tensor> picked;
-  for (int64_t i : order) picked.push_back(chunks[i]);
-  return at::cat(picked, 0);
 }
 
 // torch.topk over the 8 router probabilities. Its tie-break is part of the
@@ -148,66 +123,14 @@ class FusedMoeForward : public CpuOrderOnReplay {
 
  private:
   Outputs forward(Collectives& comm, const Inputs& in, bool cpu_order) const override {
-    const int64_t world = comm.world_size(), rank = comm.rank();
     const at::Tensor& hidden_in = in.tensor(0);
     const int64_t num_experts = in.integer(count_arg()), top_k = in.integer(count_arg() + 1);
-    const int64_t hidden_dim = hidden_in.size(-1);
-    at::Tensor hidden = hidden_in.reshape({-1, hidden_dim});
-    const int64_t local_experts = num_experts / world;
-
+    at::Tensor hidden = hidden_in.reshape({-1, hidden_in.size(-1)});
     // Router: one addmm, a bfloat16 softmax, top-k (not renormalised).
     at::Tensor logits = at::linear(hidden, in.tensor(1), in.tensor(2));
     auto [routing_weights, selected] = router_topk(at::softmax(logits, -1), top_k, cpu_order);
-    at::Tensor expert_mask = at::one_hot(selected, num_experts).permute({2, 1, 0});  // (E, K, M) int64
-
-    // _preprocess: split sizes from the per-expert counts, all-gathered.
-    at::Tensor counts = expert_mask.sum(at::IntArrayRef{1, 2});  // (E,) int64
-    std::vector<int64_t> input_splits = to_list(counts.reshape({world, local_experts}).sum(1));
-    at::Tensor counts_flat = counts.contiguous().view(-1);
-    at::Tensor global_counts = at::empty({world * counts_flat.numel()}, counts_flat.options());
-    if (world == 1) {
-      global_counts.copy_(counts_flat);
-    } else {
-      comm.all_gather_into_tensor(global_counts, counts_flat);
-    }
-    at::Tensor per_local = global_counts.view({world, num_experts})
-                               .narrow(1, rank * local_experts, local_experts)
-                               .contiguous();  // (W, nle)
-    std::vector<int64_t> output_splits = to_list(per_local.sum(1));
-
-    // token_pre_all2all: expert-major, token-ascending permutation; dispatch;
-    // regroup the received (source, local expert) chunks local-expert-major.
-    at::Tensor routing_map = expert_mask.sum(1);  // (E, M) int64
-    const int64_t num_tokens = hidden.size(0);
-    at::Tensor sorted_indices = at::arange(num_tokens, routing_map.options())
-                                    .unsqueeze(0)
-                                    .expand({num_experts, -1})
-                                    .masked_select(routing_map.to(at::kBool));
-    at::Tensor permuted = hidden.index_select(0, sorted_indices);
-    int64_t expected = 0;
-    for (int64_t s : input_splits) expected += s;
-    PKB_CHECK(expected == permuted.size(0), "EP split mismatch: input_splits sum (", expected,
-              ") != permuted tokens (", permuted.size(0), ")");
-    at::Tensor dispatched = all_to_all(comm, permuted, output_splits, input_splits);
-    std::vector<int64_t> permute_order, unpermute_order;
-    for (int64_t le = 0; le < local_experts; ++le)
-      for (int64_t src = 0; src < world; ++src) permute_order.push_back(src * local_experts + le);
-    for (int64_t src = 0; src < world; ++src)
-      for (int64_t le = 0; le < local_experts; ++le) unpermute_order.push_back(le * world + src);
-    at::Tensor grouped = sort_chunks_by_idxs(dispatched, to_list(per_local), permute_order);
-
-    at::Tensor expert_outputs = expert(grouped, in);
-
-    // tokens_post_all2all: undo the regrouping, send back, weight, scatter-add.
-    at::Tensor regrouped = sort_chunks_by_idxs(expert_outputs, to_list(per_local.t()), unpermute_order);
-    at::Tensor home = all_to_all(comm, regrouped, input_splits, output_splits);
-    at::Tensor weights_idx = at::zeros({routing_weights.size(0), num_experts}, routing_weights.options());
-    weights_idx.scatter_add_(1, selected, routing_weights);
-    at::Tensor tokens_weight = weights_idx.t().contiguous().masked_select(routing_map.to(at::kBool));
-    at::Tensor tokens = home * tokens_weight.unsqueeze(-1);
-    at::Tensor out = at::zeros({num_tokens, hidden_dim}, tokens.options());
-    out.scatter_add_(0, sorted_indices.unsqueeze(1).expand({-1, hidden_dim}), tokens);
-    return {out};
+    return {dispatch_and_combine(comm, kWorld, hidden, routing_weights, selected, num_experts,
+                                 [&](const at::Tensor& grouped) { return expert(grouped, in); })};
   }
 };
 

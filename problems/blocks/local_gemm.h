@@ -14,10 +14,7 @@ inline Inputs gemm_operands(const InputRequest& req, const std::string& a_name, 
   auto opts = req.options();
   at::Tensor a = at::randn({m, k}, opts);
   at::Tensor b = at::randn({k, n}, opts);
-  Inputs in;
-  in.add(a_name, a);
-  in.add(b_name, b);
-  return in;
+  return {{a_name, a}, {b_name, b}};
 }
 
 // M, K and N of A·B (arguments 0 and 1), and the element size in bytes.
@@ -26,8 +23,7 @@ struct GemmSizes {
 };
 
 inline GemmSizes gemm_sizes(const Inputs& in) {
-  const at::Tensor& a = in.tensor(0);
-  const at::Tensor& b = in.tensor(1);
+  const auto [a, b] = in.tensors<2>();
   return {static_cast<double>(a.size(0)), static_cast<double>(a.size(1)), static_cast<double>(b.size(1)),
           static_cast<double>(a.element_size())};
 }

@@ -23,6 +23,7 @@
 #include <variant>
 #include <vector>
 
+#include "../blocks/moe_token_dispatcher.h"
 #include "pkb/problem.h"
 
 namespace pkb::blocks {
@@ -41,18 +42,6 @@ inline std::pair<at::Tensor, at::Tensor> nn_linear(int64_t in, int64_t out, at::
   return {w.to(to), b.to(to)};
 }
 
-inline std::vector<int64_t> to_list(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
-// torch.cat([torch.split(x, sizes)[i] for i in order]).
-inline at::Tensor sort_chunks(const at::Tensor& x, const std::vector<int64_t>& sizes, const std::vector<int64_t>& order) {
-  std::vector<at::Tensor> chunks = at::split_with_sizes(x, sizes, 0), picked;
-  for (int64_t i : order) picked.push_back(chunks[i]);
-  return at::cat(picked, 0);
-}
-
 class ExpertParallelMoe : public Problem {
  public:
   // seed(id, rank, trial): hidden_states, gate_weight, gate_bias randn on the
@@ -61,10 +50,8 @@ class ExpertParallelMoe : public Problem {
   Inputs make_inputs(const InputRequest& req) const override {
     auto opts = req.options();
     const int64_t experts = num_experts(req.world), n = req.n;
-    Inputs in;
-    in.add("hidden_states", at::randn({req.m, n}, opts));
-    in.add("gate_weight", at::randn({experts, n}, opts));
-    in.add("gate_bias", at::randn({experts}, opts));
+    Inputs in{{"hidden_states", at::randn({req.m, n}, opts)}, {"gate_weight", at::randn({experts, n}, opts)},
+              {"gate_bias", at::randn({experts}, opts)}};
     at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(req.seed);
     const char* names[3] = {"gate_proj", "up_proj", "down_proj"};
     for (int i = 0; i < 3; ++i) {
@@ -101,17 +88,6 @@ class ExpertParallelMoe : public Problem {
   virtual int64_t num_experts(int64_t world) const = 0;
   virtual int64_t top_k(int64_t experts) const { return 2; }
 
-  // The all-to-all-v of rows; a group of size 1 skips it (as published).
-  static at::Tensor all_to_all(Collectives& comm, Group g, const at::Tensor& x,
-                               const std::vector<int64_t>& out_splits, const std::vector<int64_t>& in_splits) {
-    if (comm.world_size(g) == 1) return x.contiguous();
-    int64_t rows = 0;
-    for (int64_t s : out_splits) rows += s;
-    at::Tensor out = at::empty({rows, x.size(1)}, x.options());
-    comm.all_to_all_single(out, x.contiguous(), out_splits, in_splits, g);
-    return out;
-  }
-
   static at::Tensor expert_forward(const at::Tensor& x, const Inputs& in) {
     at::Tensor gate = at::silu(at::linear(x, in.tensor(3), in.tensor(4)));
     at::Tensor up = at::linear(x, in.tensor(5), in.tensor(6));
@@ -131,57 +107,14 @@ class ExpertParallelMoe : public Problem {
   static at::Tensor moe_forward(Collectives& comm, Group group, const Inputs& in) {
     const at::Tensor& hs = in.tensor(0);
     const int64_t experts = in.integer(9), top_k = in.integer(10);
-    const int64_t hidden = hs.size(-1);
-    at::Tensor h = hs.reshape({-1, hidden});
-    const int64_t tokens = h.size(0);
-
+    at::Tensor h = hs.reshape({-1, hs.size(-1)});
+    const int64_t ep = comm.world_size(group);
+    PKB_CHECK(experts % ep == 0, "num_experts (", experts, ") must be a multiple of the EP size (", ep, ")");
     // Router.
     at::Tensor logits = at::linear(h, in.tensor(1), in.tensor(2));
     auto [weights, selected] = at::topk(at::softmax(logits, -1), top_k, -1);
-    at::Tensor expert_mask = at::one_hot(selected, experts).permute({2, 1, 0});  // (E, k, T)
-
-    // Counts and splits.
-    const int64_t ep = comm.world_size(group), local = experts / ep, rank = comm.rank(group);
-    PKB_CHECK(experts % ep == 0, "num_experts (", experts, ") must be a multiple of the EP size (", ep, ")");
-    at::Tensor counts = expert_mask.sum({1, 2});  // (E,) int64
-    std::vector<int64_t> input_splits = to_list(counts.reshape({ep, local}).sum(1));
-    at::Tensor counts_flat = counts.contiguous().view({-1});
-    at::Tensor global_flat = at::empty({ep * counts_flat.numel()}, counts_flat.options());
-    comm.all_gather_into_tensor(global_flat, counts_flat, group);
-    at::Tensor per_local = global_flat.view({ep, experts}).narrow(1, rank * local, local).contiguous();  // (ep, L)
-    std::vector<int64_t> output_splits = to_list(per_local.sum(1));
-    at::Tensor per_local_cpu = per_local.view({-1, local}).to(at::kCPU);
-
-    // Permute (expert-major, tokens ascending) and dispatch.
-    at::Tensor routing_map = expert_mask.sum(1);  // (E, T)
-    at::Tensor token_idx = at::arange(tokens, routing_map.options()).unsqueeze(0).expand({experts, -1});
-    at::Tensor mapping = token_idx.masked_select(routing_map.to(at::kBool));
-    at::Tensor permuted = h.index_select(0, mapping);
-    int64_t expected = 0;
-    for (int64_t s : input_splits) expected += s;
-    PKB_CHECK(expected == permuted.size(0), "EP split mismatch: input_splits sum (", expected, ") != permuted tokens (",
-              permuted.size(0), ")");
-    at::Tensor received = all_to_all(comm, group, permuted, output_splits, input_splits);
-
-    // Regroup (source, local expert) -> (local expert, source).
-    std::vector<int64_t> permute_order, unpermute_order;
-    for (int64_t l = 0; l < local; ++l)
-      for (int64_t s = 0; s < ep; ++s) permute_order.push_back(s * local + l);
-    for (int64_t s = 0; s < ep; ++s)
-      for (int64_t l = 0; l < local; ++l) unpermute_order.push_back(l * ep + s);
-    at::Tensor grouped = sort_chunks(received, to_list(per_local_cpu.reshape({-1})), permute_order);
-
-    at::Tensor expert_out = expert_forward(grouped, in);
-
-    // Undo the regrouping, combine, weight and scatter back.
-    at::Tensor back = sort_chunks(expert_out, to_list(per_local_cpu.t().reshape({-1})), unpermute_order);
-    at::Tensor returned = all_to_all(comm, group, back, input_splits, output_splits);
-    at::Tensor weights_idx = at::zeros({tokens, experts}, weights.options()).scatter_add_(1, selected, weights);
-    at::Tensor token_w = weights_idx.t().contiguous().masked_select(routing_map.to(at::kBool));
-    at::Tensor weighted = returned * token_w.unsqueeze(-1);
-    at::Tensor out = at::zeros(h.sizes(), weighted.options());
-    out.scatter_add_(0, mapping.unsqueeze(1).expand({-1, hidden}), weighted);
-    return out;
+    return dispatch_and_combine(comm, group, h, weights, selected, experts,
+                                [&](const at::Tensor& grouped) { return expert_forward(grouped, in); });
   }
 };
 

@@ -46,14 +46,18 @@ inline at::Tensor distinct_expert_picks(const InputRequest& req, RoutingDraw how
 
 // As published, the split sizes are synthetic and uniform, unrelated to the
 // routing: the W input splits, then the W output splits, of `routed` rows
-// (the remainder to the last peer).
-inline void add_uniform_splits(Inputs& in, const InputRequest& req, int64_t routed) {
+// (the remainder to the last peer), then num_global_tokens_per_local_expert
+// (`routed` rows spread evenly over the 8 experts, as (W, 8/W)).
+inline void add_uniform_dispatch_sizes(Inputs& in, const InputRequest& req, int64_t routed) {
   for (const char* list : {"input_splits", "output_splits"}) {
     for (int d = 0; d < req.world; ++d) {
       int64_t split = routed / req.world + (d == req.world - 1 ? routed % req.world : 0);
       in.add(std::string(list) + "." + std::to_string(d), split);
     }
   }
+  at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, req.options(at::kLong));
+  per_slot.narrow(0, 0, routed % kNumExperts).add_(1);
+  in.add("num_global_tokens_per_local_expert", per_slot.view({req.world, kNumExperts / req.world}));
 }
 
 // A remainder of the 2M routed rows over W would go to the last entry of
@@ -64,8 +68,9 @@ inline void check_even_splits(const InputRequest& req, int problem) {
             req.world, ")");
 }
 
-// The split lists add_uniform_splits wrote, from argument `first` on, and
-// the rows each side adds up to.
+// The input then output split lists from argument `first` on (27's; 28's
+// and 29's as add_uniform_dispatch_sizes wrote them), and the rows each side
+// adds up to.
 struct SplitArgs {
   std::vector<int64_t> in, out;
   int64_t in_rows = 0, out_rows = 0;
@@ -82,12 +87,17 @@ inline SplitArgs splits_at(const Inputs& in, size_t first, int world) {
   return s;
 }
 
-// num_global_tokens_per_local_expert: `routed` rows spread evenly over the 8
-// experts, as (W, 8/W).
-inline at::Tensor uniform_tokens_per_local_expert(const InputRequest& req, int64_t routed) {
-  at::Tensor per_slot = at::full({kNumExperts}, routed / kNumExperts, req.options(at::kLong));
-  per_slot.narrow(0, 0, routed % kNumExperts).add_(1);
-  return per_slot.view({req.world, kNumExperts / req.world});
-}
+// The dispatch (28) and combine (29) problems: the published per-token
+// routing for trial 0 (and the golden fixtures), the batched one for the
+// integrity trials and the fresh timing's draws (RoutingDraw).
+class RoutedTokensDraw : public Problem {
+ public:
+  std::string check_world(int world) const override { return moe_experts_check(world); }
+  Inputs make_inputs(const InputRequest& req) const override { return draw(req, RoutingDraw::kPublished); }
+  Inputs make_integrity_inputs(const InputRequest& req) const override { return draw(req, RoutingDraw::kBatched); }
+
+ protected:
+  virtual Inputs draw(const InputRequest& req, RoutingDraw how) const = 0;
+};
 
 }  // namespace pkb::blocks

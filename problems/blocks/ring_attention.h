@@ -205,9 +205,7 @@ inline void add_attention_layer_inputs(Inputs& in, const InputRequest& req, int6
 // and the attention as problem 54 over cp blocks; FLOPs the projections
 // 2·B·S·Dm·4·heads·head_dim and cp blocks of 4·B·heads·S²·head_dim.
 inline Cost ring_attention_layer_cost(const Inputs& in, double cp, double heads, double head_dim) {
-  const at::Tensor& hidden = in.tensor(0);
-  const at::Tensor& w_qkv = in.tensor(1);
-  const at::Tensor& w_o = in.tensor(2);
+  const auto [hidden, w_qkv, w_o] = in.tensors<3>();
   const double b = hidden.size(0), s = hidden.size(1), dm = hidden.size(2);
   const double hd = static_cast<double>(w_o.size(1)), h = heads, d = head_dim;
   const double x = b * s * hd, e = static_cast<double>(hidden.element_size());

@@ -1,5 +1,5 @@
 // The Ulysses sequence-parallel reshuffles (VeOmni / verl comm helpers,
-// DeepSpeed-Ulysses: 33, 36-38): the all-to-all that scatters one dim of a
+// DeepSpeed-Ulysses: 33, 36-39, and the context-parallel 72 and 75): the all-to-all that scatters one dim of a
 // tensor over the world and gathers another, and the (B, T, 8, 64) inputs of
 // the head-scattering problems.
 #pragma once
@@ -30,6 +30,7 @@ inline at::Tensor exchange(Collectives& comm, const at::Tensor& send) {
 // equal splits (the same bytes to the same places), unpacked.
 inline at::Tensor list_all_to_all(Collectives& comm, const at::Tensor& x, int64_t scatter_dim, int64_t gather_dim) {
   const int64_t world = comm.world_size();
+  PKB_CHECK(x.size(scatter_dim) % world == 0, "dim ", scatter_dim, " (", x.size(scatter_dim), ") not divisible by W");
   std::vector<at::Tensor> blocks = at::tensor_split(x, world, scatter_dim);
   std::vector<at::Tensor> packed;
   for (const auto& b : blocks) packed.push_back(b.contiguous().reshape({-1}));
@@ -90,12 +91,8 @@ inline at::Tensor ulysses_activations(const InputRequest& req, int problem, std:
 // The inputs of 36 and 37: x (B, T, 8, 64) as ulysses_activations, seq_dim
 // 1, head_dim 2, group (None = WORLD).
 inline Inputs ulysses_head_inputs(const InputRequest& req, int problem) {
-  Inputs in;
-  in.add("x", ulysses_activations(req, problem, {kUlyssesHeads, kUlyssesHeadDim}));
-  in.add("seq_dim", int64_t{1});
-  in.add("head_dim", int64_t{2});
-  in.add("group", None{});
-  return in;
+  return {{"x", ulysses_activations(req, problem, {kUlyssesHeads, kUlyssesHeadDim})}, {"seq_dim", int64_t{1}},
+          {"head_dim", int64_t{2}}, {"group", None{}}};
 }
 
 }  // namespace pkb::blocks

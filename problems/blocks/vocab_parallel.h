@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../blocks/round_up.h"
 #include "pkb/check.h"
 #include "pkb/collectives.h"
 #include "pkb/integrity.h"
@@ -20,7 +21,6 @@ namespace pkb::blocks {
 
 constexpr int64_t kVocab = 256;
 
-inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // The vocabulary (256) is split evenly; batch·seq (and batch·chunk_size) are
 // multiples of W by construction (seq and chunk_size are rounded up to one).
@@ -90,15 +90,14 @@ inline at::Tensor all_to_all_vp_to_seq(Collectives& comm, const at::Tensor& logi
 // in the run's dtype, + 8 (rounded) at the target's column when this rank
 // holds it; target = (mult·i + offset + trial) mod 256.
 inline void add_vocab_logits_and_target(Inputs& in, const InputRequest& req, int64_t mult, int64_t offset) {
-  auto opts = at::device(req.device);
   const int64_t w = req.world;
   const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(req.m / 512, 4));
   const int64_t seq = round_up(std::max<int64_t>(w, std::min<int64_t>(req.m / 128, 32)), w);
   const int64_t local_vocab = kVocab / w;
-  at::Tensor logits = at::randn({batch, seq, local_vocab}, opts.dtype(req.dtype));
-  at::Tensor ids = at::arange(batch * seq, opts.dtype(at::kLong));
+  at::Tensor logits = at::randn({batch, seq, local_vocab}, req.options());
+  at::Tensor ids = at::arange(batch * seq, req.options(at::kLong));
   at::Tensor target = at::remainder(ids * mult + offset + req.trial, kVocab).reshape({batch, seq});
-  at::Tensor global_vocab = req.rank * local_vocab + at::arange(local_vocab, opts.dtype(at::kLong));
+  at::Tensor global_vocab = req.rank * local_vocab + at::arange(local_vocab, req.options(at::kLong));
   at::Tensor target_mask = global_vocab.view({1, 1, local_vocab}).eq(target.unsqueeze(-1));
   logits = logits + target_mask.to(logits.scalar_type()) * 8.0;
   in.add("vocab_parallel_logits", logits.contiguous());

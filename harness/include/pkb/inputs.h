@@ -7,7 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <variant>
@@ -36,6 +38,9 @@ class Inputs {
  public:
   Inputs() = default;
   explicit Inputs(std::vector<Arg> args) : args_(std::move(args)) {}
+  // So a make_inputs can return its list as it reads: return {{"x", x}, {"eps", 1e-5}};
+  // the braces evaluate in order, so draws written inside them keep their RNG order.
+  Inputs(std::initializer_list<Arg> args) : args_(args) {}
 
   void add(std::string name, ArgValue value) { args_.push_back({std::move(name), std::move(value)}); }
 
@@ -55,6 +60,15 @@ class Inputs {
   c10::ScalarType dtype(size_t i) const { return get<c10::ScalarType>(i, "dtype"); }
   const GroupRanks& group(size_t i) const { return get<GroupRanks>(i, "group"); }
   bool is_tensor(size_t i) const { return std::holds_alternative<at::Tensor>(at(i).value); }
+  // The first N arguments, each a tensor, for one structured binding:
+  //   const auto [x, w] = in.tensors<2>();
+  // (handles that share storage with the inputs, not copies of the data).
+  template <size_t N>
+  std::array<at::Tensor, N> tensors() const {
+    std::array<at::Tensor, N> out;
+    for (size_t i = 0; i < N; ++i) out[i] = tensor(i);
+    return out;
+  }
 
   // A deep copy: every tensor cloned (strides preserved), scalars copied.
   Inputs clone() const {

@@ -45,9 +45,9 @@ void add_run(CLI::App& app, Cli& cli, std::shared_ptr<RunOptions> o) {
   run->add_flag("--no-perf", o->no_perf, "Check correctness only; skip timing");
   add_timing_flags(run, *o);
   run->add_flag("--keep-samples", o->keep_samples, "Record every timed iteration (per rank, in order) in the results");
-  run->add_option("--timeout", o->timeout_s, "Seconds per evaluation before all its ranks are killed (timeout)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  run->add_option("--timeout", o->timeout_s,
+                  "Seconds per evaluation before all its ranks are killed (timeout; default 300 on cuda, 900 on cpu)")
+      ->check(CLI::PositiveNumber);
   run->add_option("--phase-floor", o->phase_floor_s,
                   "Seconds a phase (a candidate call, the timing...) may take at least before the evaluation is a "
                   "timeout; longer phases get 20x the reference's measured time on top")

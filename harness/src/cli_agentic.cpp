@@ -24,9 +24,9 @@ void add_eval_flags(CLI::App* c, RunOptions& o) {
   c->add_option("--base-shape", o.base_shape, "Base shape MxN (default 1024x1024 on cuda, 128x128 on cpu)");
   c->add_flag("--no-perf", o.no_perf, "Check correctness only; skip timing");
   add_timing_flags(c, o);
-  c->add_option("--timeout", o.timeout_s, "Seconds per evaluation before all its ranks are killed")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  c->add_option("--timeout", o.timeout_s,
+                "Seconds per evaluation before all its ranks are killed (default 300 on cuda, 900 on cpu)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--memory-limit", o.memory_limit_gib,
                   "GiB: each evaluation's ranks run in a memory cgroup of their own with this limit, all ranks "
                   "together (root or a delegated cgroup; refused where none can be made)")

@@ -14,6 +14,7 @@ usage: check_results.py RESULTS.jsonl --expect SAMPLE=OUTCOME ... [--count N]
 --reason 3=TEXT            the record of sample 3's reason contains TEXT
 --pids-dead DIR            every process named by a file DIR/<anything>.<pid> is gone
 --no-sample 99             no record of sample 99 (a forged one)
+--max-rounds N             every correct record took at most N timing rounds on every rank
 --fingerprints FAMILY      every record's reference digests equal those of
                            this machine's CPU class's table of FAMILY
                            (NOTE [reference fingerprints], fingerprints.py)
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("--reason", action="append", default=[])
     ap.add_argument("--pids-dead")
     ap.add_argument("--no-sample", type=int, action="append", default=[])
+    ap.add_argument("--max-rounds", type=int)
     ap.add_argument("--fingerprints")
     ap.add_argument("--contestant-start")
     a = ap.parse_args()
@@ -65,6 +67,13 @@ def main():
         for r in records:
             if r["outcome"] != a.all:
                 failures.append(f"problem {r['problem_id']} sample {r['sample']}: {r['outcome']}: {r.get('reason')}")
+    if a.max_rounds is not None:
+        for r in records:
+            if r["outcome"] != "correct":
+                continue
+            rounds = [pr.get("rounds") for pr in r.get("times", {}).get("per_rank", [])]
+            if not rounds or any(n is None or n > a.max_rounds for n in rounds):
+                failures.append(f"problem {r['problem_id']}: rounds {rounds}, expected at most {a.max_rounds}")
     if a.times:
         for r in records:
             if r["outcome"] != "correct":

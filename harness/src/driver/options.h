@@ -6,6 +6,12 @@
 
 namespace pkb {
 
+// The default --timeout of run and try. On CPU a reference call can take
+// seconds (76 at W = 2: 6.1 s a call on a 2-core AVX-512 VM without AMX, 384 s
+// for its evaluation, defaults), which 300 s would cut short as a `timeout`;
+// a hung phase is still ended by its own deadline (NOTE [phase deadlines]).
+inline constexpr double kTimeoutCudaS = 300, kTimeoutCpuS = 900;
+
 struct RunOptions {
   std::string device = "auto";   // auto | cpu | cuda (auto: cuda when GPUs are visible)
   int nproc = 0;                 // 0: every visible GPU (cuda) or 2 (cpu)
@@ -29,7 +35,8 @@ struct RunOptions {
   int iters = -1;                // -1: 100 (cuda), 20 (cpu)
   int rounds = 10;
   bool keep_samples = false;     // per-iteration times in the per-rank timing records
-  double timeout_s = 300;        // per evaluation, launch to last rank
+  // Per evaluation, launch to last rank; <= 0: kTimeoutCudaS or kTimeoutCpuS.
+  double timeout_s = 0;
   double phase_floor_s = 30;     // NOTE [phase deadlines]
   double memory_limit_gib = 0;   // > 0: each evaluation's ranks together, a cgroup limit (NOTE [OOM kills])
   double memory_wait_s = 600;    // NOTE [memory admission]

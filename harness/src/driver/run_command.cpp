@@ -68,6 +68,7 @@ RunSettings resolve_settings(const RunOptions& o, const std::string& sources) {
   s.m = m;
   s.n = n;
   s.warmup = o.warmup >= 0 ? o.warmup : (s.device == "cuda" ? 500 : 10);
+  if (s.opts.timeout_s <= 0) s.opts.timeout_s = s.device == "cuda" ? kTimeoutCudaS : kTimeoutCpuS;
   s.iters = o.iters > 0 ? o.iters : (s.device == "cuda" ? 100 : 20);
   PKB_CHECK(o.trials >= 1, "--trials must be at least 1");
   PKB_CHECK(o.rounds >= 1, "--rounds must be at least 1");

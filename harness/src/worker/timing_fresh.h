@@ -31,7 +31,8 @@
 //     time: they detect host_sync, by two gate timeouts where it holds); then
 //     rounds of one segment per side, alternated C R R C as published, until
 //     min_rounds rounds have run (kMinRounds unless told: the speedup is a
-//     median over rounds, NOTE [paired rounds]) and each side is satisfied:
+//     median over rounds, NOTE [paired rounds]; the floor yields once a side
+//     has spent kRoundFloorTimes x max_time) and each side is satisfied:
 //     it has at least min_samples samples and the 95% confidence interval of
 //     its median is within max_noise of it, or its time (warm-up and
 //     segments, by the referee's clock, and half of each draw it shares) has
@@ -74,8 +75,13 @@ inline constexpr double kSegmentTargetUs = 2000;
 inline constexpr int kMinSegmentCalls = 4, kMaxSegmentCalls = 32;
 inline constexpr int kMaxRounds = 2000, kMaxWarmBatches = 50;
 // NOTE [paired rounds] (driver/speedup.h): the fewest rounds a timing stops
-// at unless told (--min-rounds).
+// at unless told (--min-rounds), until a side has spent kRoundFloorTimes
+// times its --max-time: then the floor yields (step 3), and calls of seconds
+// stop at --min-samples as they did before the floor. 78 on CPU at W = 2
+// (1.9 s calls, 3-call segments) took 8 rounds and 192 s without the yield,
+// 6 rounds and 157 s with it; 78 on the GPU (0.4 s segments) keeps its 8.
 inline constexpr int kMinRounds = 8;
+inline constexpr double kRoundFloorTimes = 20;
 
 struct FreshTimingOptions {
   double max_noise = 0.01;  // relative half-width of the median's 95% confidence interval

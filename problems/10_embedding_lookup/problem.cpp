@@ -2,6 +2,7 @@
 // row-wise sharding). The published reference returns the rows grouped by
 // owner rank (a stable sort of the indices by owner), not in the original
 // index order; that quirk is the contract and is reproduced here.
+#include "../blocks/host_list.h"
 #include "pkb/problem.h"
 
 namespace {
@@ -27,11 +28,7 @@ class EmbeddingLookup : public pkb::ProblemWithSpec<kSpec> {
     at::Tensor send_counts = at::bincount(owner, {}, world).to(at::kLong);
     at::Tensor recv_counts = at::empty_like(send_counts);
     comm.all_to_all_single(recv_counts, send_counts);
-    auto to_vec = [](const at::Tensor& t) {
-      at::Tensor c = t.cpu().contiguous();
-      return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-    };
-    std::vector<int64_t> sends = to_vec(send_counts), recvs = to_vec(recv_counts);
+    std::vector<int64_t> sends = pkb::blocks::host_list(send_counts), recvs = pkb::blocks::host_list(recv_counts);
     int64_t total_recv = 0;
     for (int64_t v : recvs) total_recv += v;
     at::Tensor asked = at::empty({total_recv}, indices.options());

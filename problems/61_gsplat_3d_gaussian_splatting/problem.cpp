@@ -5,6 +5,7 @@
 // bf16 with a rounding after each op and the einsums are bf16 GEMMs, in the
 // published order: the integer radii are ceilings of bf16 expressions, so a
 // change of op order or precision flips some of them (catalog §0.4).
+#include "../blocks/host_list.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
@@ -151,7 +152,7 @@ class GsplatProjection : public pkb::ProblemWithSpec<kSpec> {
       recv_counts = at::empty_like(send_counts);
       comm.all_to_all_single(recv_counts, send_counts);
     }
-    const std::vector<int64_t> in_splits = to_vector(send_counts), out_splits = to_vector(recv_counts);
+    const std::vector<int64_t> in_splits = pkb::blocks::host_list(send_counts), out_splits = pkb::blocks::host_list(recv_counts);
 
     radii = all_to_all_list(comm, world, {radii}, in_splits, out_splits)[0];
     std::vector<at::Tensor> attrs =
@@ -192,11 +193,6 @@ class GsplatProjection : public pkb::ProblemWithSpec<kSpec> {
   }
 
  private:
-  static std::vector<int64_t> to_vector(const at::Tensor& t) {
-    at::Tensor h = t.to(at::kCPU).to(at::kLong).contiguous();
-    return std::vector<int64_t>(h.data_ptr<int64_t>(), h.data_ptr<int64_t>() + h.numel());
-  }
-
   // _all_to_all_tensor_list: the tensors (same leading length K) packed side
   // by side as one (K, Σ cols) block, exchanged with the given row splits,
   // split back into views of their trailing shapes. Identity at W = 1.

@@ -3,6 +3,7 @@
 // owner rank, the owner takes the first k neighbours of each from a CSC
 // graph, replies, and the requester reorders the replies, deduplicates the
 // new nodes and finally relabels all sampled edges to local indices.
+#include "../blocks/host_list.h"
 #include "../blocks/round_up.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
@@ -19,10 +20,7 @@ const pkb::ProblemSpec kSpec{64, "gnn_neighbor_sampling",
 
 using pkb::blocks::round_up;
 
-std::vector<int64_t> host_list(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
+using pkb::blocks::host_list;
 
 int64_t sum(const std::vector<int64_t>& v) {
   int64_t t = 0;

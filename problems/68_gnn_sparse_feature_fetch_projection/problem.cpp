@@ -2,6 +2,7 @@
 // shard of a 111 M-row embedding table holds them, the rows come back through
 // a second all-to-all, the original query order is restored, and the rows are
 // projected with a dense matrix (one bf16 GEMM).
+#include "../blocks/host_list.h"
 #include "../blocks/round_up.h"
 #include "pkb/fixed_inputs.h"
 #include "pkb/memory_estimate.h"
@@ -26,10 +27,7 @@ using pkb::blocks::round_up;
 constexpr int64_t kTableRows = 111000000;
 constexpr int64_t kCpuTableRows = 111000;
 
-std::vector<int64_t> host_list(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
+using pkb::blocks::host_list;
 
 class GnnSparseFeatureFetchProjection : public pkb::ProblemWithSpec<kSpec>, public pkb::FixedInputs {
  public:

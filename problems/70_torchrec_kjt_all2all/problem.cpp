@@ -3,6 +3,7 @@
 // owns for the whole batch; a metadata all-to-all gives the splits, the
 // lengths and values follow, and the received rows are regrouped
 // feature-major.
+#include "../blocks/host_list.h"
 #include "pkb/integrity.h"
 #include "pkb/problem.h"
 
@@ -15,10 +16,7 @@ const pkb::ProblemSpec kSpec{70, "torchrec_kjt_all2all",
                              "lengths/values all-to-all, feature-major regrouping",
                              "Other", "TorchRec (KJTAllToAll, _get_recat, permute_2D_sparse_data)", "any"};
 
-std::vector<int64_t> host_list(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU).to(at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
+using pkb::blocks::host_list;
 
 // Concatenation of the segments of `data` (consecutive, sized by
 // `segment_lengths`) in the order `recat`, as one gather.

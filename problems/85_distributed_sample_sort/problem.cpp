@@ -4,6 +4,7 @@
 // even redistribution of the globally sorted sequence. Ranks may hold no
 // element (trial ≡ 3 mod 4, odd ranks); the output is uniquely determined as
 // this rank's even slice of the sorted multiset of all values.
+#include "../blocks/host_list.h"
 #include "pkb/problem.h"
 
 #include <algorithm>
@@ -17,10 +18,7 @@ namespace {
 const pkb::ProblemSpec kSpec{85, "distributed_sample_sort", "Distributed sample sort with exact even redistribution",
                              "Other", "unknown (classic parallel sample sort)", "any"};
 
-std::vector<int64_t> to_vec(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU, at::kLong).contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
+using pkb::blocks::host_list;
 
 std::vector<int64_t> local_sizes(pkb::Collectives& comm, const at::Device& dev, int64_t n) {
   const int world = comm.world_size();
@@ -45,7 +43,7 @@ std::vector<at::Tensor> variable_all_to_all(pkb::Collectives& comm, const std::v
   int64_t send_total = 0;
   for (int64_t v : sends) send_total += v;
   at::Tensor send = send_total > 0 ? at::cat(chunks, 0) : at::empty({0}, at::TensorOptions().dtype(dt).device(dev));
-  std::vector<int64_t> recvs = to_vec(recv_counts);
+  std::vector<int64_t> recvs = host_list(recv_counts);
   int64_t recv_total = 0;
   for (int64_t v : recvs) recv_total += v;
   at::Tensor recv = at::empty({recv_total}, at::TensorOptions().dtype(dt).device(dev));
@@ -115,7 +113,7 @@ class DistributedSampleSort : public pkb::ProblemWithSpec<kSpec> {
     comm.all_gather(rparts, s_ranks);
     comm.all_gather(pparts, s_pos);
     at::Tensor all_v = at::cat(vparts).to(at::kCPU, at::kDouble).contiguous();
-    std::vector<int64_t> all_r = to_vec(at::cat(rparts)), all_p = to_vec(at::cat(pparts));
+    std::vector<int64_t> all_r = host_list(at::cat(rparts)), all_p = host_list(at::cat(pparts));
     using Sample = std::tuple<double, int64_t, int64_t>;
     std::vector<Sample> samples;
     for (int64_t i = 0; i < all_v.numel(); ++i)

@@ -9,14 +9,10 @@
 #include <utility>
 #include <vector>
 
+#include "host_list.h"
 #include "pkb/problem.h"
 
 namespace pkb::blocks {
-
-inline std::vector<int64_t> to_list(const at::Tensor& t) {
-  at::Tensor c = t.to(at::kCPU, at::kLong).contiguous().reshape({-1});
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
 
 inline int64_t sum_of(const std::vector<int64_t>& v) {
   int64_t s = 0;
@@ -52,7 +48,7 @@ inline at::Tensor chunks_by_local_expert(const at::Tensor& rows, const at::Tenso
   std::vector<int64_t> order;
   for (int64_t le = 0; le < local; ++le)
     for (int64_t src = 0; src < world; ++src) order.push_back(src * local + le);
-  return sort_chunks_by_idxs(rows, to_list(per_local), order);
+  return sort_chunks_by_idxs(rows, host_list(per_local), order);
 }
 
 // ... and the experts' outputs put back (source, local expert)-major.
@@ -61,7 +57,7 @@ inline at::Tensor chunks_by_source(const at::Tensor& rows, const at::Tensor& per
   std::vector<int64_t> order;
   for (int64_t src = 0; src < world; ++src)
     for (int64_t le = 0; le < local; ++le) order.push_back(le * world + src);
-  return sort_chunks_by_idxs(rows, to_list(per_local.t()), order);
+  return sort_chunks_by_idxs(rows, host_list(per_local.t()), order);
 }
 
 // permute: the token ids of the routing map (E, T), expert-major and
@@ -106,7 +102,7 @@ inline DispatchSizes dispatch_sizes(Collectives& comm, const at::Tensor& expert_
   const int64_t world = comm.world_size(g), rank = comm.rank(g);
   const int64_t experts = expert_mask.size(0), local = experts / world;
   at::Tensor counts = expert_mask.sum(at::IntArrayRef{1, 2});  // (E,) int64
-  std::vector<int64_t> input_splits = to_list(counts.reshape({world, local}).sum(1));
+  std::vector<int64_t> input_splits = host_list(counts.reshape({world, local}).sum(1));
   at::Tensor counts_flat = counts.contiguous().view(-1);
   at::Tensor global_counts = at::empty({world * counts_flat.numel()}, counts_flat.options());
   if (world == 1) {
@@ -115,7 +111,7 @@ inline DispatchSizes dispatch_sizes(Collectives& comm, const at::Tensor& expert_
     comm.all_gather_into_tensor(global_counts, counts_flat, g);
   }
   at::Tensor per_local = global_counts.view({world, experts}).narrow(1, rank * local, local).contiguous();
-  std::vector<int64_t> output_splits = to_list(per_local.sum(1));
+  std::vector<int64_t> output_splits = host_list(per_local.sum(1));
   return {std::move(input_splits), per_local, std::move(output_splits)};
 }
 

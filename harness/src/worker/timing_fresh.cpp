@@ -241,8 +241,8 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     // 3: a side satisfied first keeps its segment in every round).
     bool sat_c = false, sat_r = false;
     for (SideState* s : {&c, &r}) {
-      const bool rounds = k + 1 >= opts.min_rounds || s->time_us >= kRoundFloorTimes * opts.max_time_s * 1e6;
-      const bool floor = rounds && static_cast<int>(s->tally.samples.size()) >= opts.min_samples;
+      const bool enough_rounds = k + 1 >= opts.min_rounds || s->time_us >= kRoundFloorTimes * opts.max_time_s * 1e6;
+      const bool floor = enough_rounds && static_cast<int>(s->tally.samples.size()) >= opts.min_samples;
       s->noise_met = floor && median_noise(s->tally.samples) <= opts.max_noise;
       (s == &c ? sat_c : sat_r) = floor && (s->noise_met || s->time_us >= opts.max_time_s * 1e6);
     }

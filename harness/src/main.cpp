@@ -4,12 +4,20 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstring>
 
 #include "cli.h"
 #include "common/outcome.h"
+#include "driver/zygote.h"
 #include "pkb/check.h"
+#include "worker/worker.h"
 
 int main(int argc, char** argv) {
+  // NOTE [zygote]: first, while this process has one thread and nothing else.
+  if (argc < 2 || (std::strcmp(argv[1], "worker") != 0 && std::strcmp(argv[1], "contestant") != 0))
+    pkb::Zygote::start([](const std::vector<std::string>& a) {
+      return a.size() == 3 && a[1] == "worker" ? pkb::worker_main(a[2]) : pkb::kWorkerExitHarnessError;
+    });
   pkb::Cli cli = pkb::make_cli();
   try {
     cli.app->parse(argc, argv);

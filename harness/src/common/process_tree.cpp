@@ -66,4 +66,14 @@ std::vector<pid_t> descendants_of(pid_t root) {
   return {found.begin(), found.end()};
 }
 
+int thread_count() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
+
 }  // namespace pkb

@@ -2,6 +2,7 @@
 #include "driver/containment.h"
 
 #include "common/process_tree.h"
+#include "driver/zygote.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -39,6 +40,7 @@ int kill_descendants() {
     std::vector<pid_t> ds = descendants_of(self);
     bool any = false;
     for (pid_t p : ds) {
+      if (Zygote::get() && p == Zygote::get()->pid()) continue;  // NOTE [zygote]: the next evaluation's
       if (kill(p, SIGKILL) == 0) {
         any = true;
         killed.insert(p);

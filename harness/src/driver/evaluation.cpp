@@ -74,6 +74,7 @@ EvalResult run_evaluation(const EvalRequest& req) {
 
   LaunchSpec spec;
   spec.argv = {self_exe(), "worker", job_path};
+  spec.zygote = true;  // NOTE [zygote]
   spec.world = req.world;
   spec.log_dir = req.eval_dir;
   spec.deadline_s = req.timeout_s;

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "driver/zygote.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -63,6 +64,19 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
   _exit(127);
 }
 
+// What exec_rank() sets up, for the zygote to set up in its child.
+SpawnRequest spawn_request(const LaunchSpec& spec, int rank, pid_t pgid) {
+  SpawnRequest q;
+  q.argv = spec.argv;
+  q.env = spec.env;
+  q.env["RANK"] = q.env["LOCAL_RANK"] = std::to_string(rank);
+  q.env["WORLD_SIZE"] = std::to_string(spec.world);
+  q.log = spec.log_dir + "/rank_" + std::to_string(rank) + ".log";
+  q.cgroup_procs = spec.cgroup_procs;
+  q.pgid = pgid;
+  return q;
+}
+
 }  // namespace
 
 StoreSocket open_store_socket() {
@@ -92,12 +106,18 @@ LaunchResult launch_and_wait(const LaunchSpec& spec) {
   std::vector<pid_t> pids(spec.world, -1);
   pid_t pgid = 0;
   auto t0 = Clock::now();
+  Zygote* zygote = spec.zygote ? Zygote::get() : nullptr;
+  std::vector<bool> zygote_child(spec.world, false);
   for (int r = 0; r < spec.world; ++r) {
-    pid_t pid = fork();
-    PKB_CHECK(pid >= 0, "fork(): ", strerror(errno));
-    if (pid == 0) exec_rank(spec, r, pgid);
+    pid_t pid = zygote ? zygote->spawn(spawn_request(spec, r, pgid)) : -1;
+    zygote_child[r] = pid > 0;
+    if (pid <= 0) {
+      pid = fork();
+      PKB_CHECK(pid >= 0, "fork(): ", strerror(errno));
+      if (pid == 0) exec_rank(spec, r, pgid);
+      setpgid(pid, r == 0 ? pid : pgid);  // also from the parent, so the group exists before we may kill it
+    }
     if (r == 0) pgid = pid;
-    setpgid(pid, pgid);  // also from the parent, so the group exists before we may kill it
     pids[r] = pid;
     res.ranks[r].rank = r;
     res.ranks[r].pid = pid;
@@ -110,8 +130,9 @@ LaunchResult launch_and_wait(const LaunchSpec& spec) {
     for (int r = 0; r < spec.world; ++r) {
       if (pids[r] < 0) continue;
       int status = 0;
-      pid_t got = waitpid(pids[r], &status, WNOHANG);
-      if (got != pids[r]) continue;
+      const bool ended = zygote_child[r] ? zygote->exited(pids[r], &status)
+                                         : waitpid(pids[r], &status, WNOHANG) == pids[r];
+      if (!ended) continue;
       RankExit& e = res.ranks[r];
       e.seconds = since(t0);
       if (WIFEXITED(status)) {

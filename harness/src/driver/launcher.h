@@ -7,7 +7,9 @@
 // abnormally it gives the others a short grace period (peers blocked on a dead
 // rank never finish) and then kills the group; at the deadline it sends TERM,
 // then KILL. After the ranks are reaped the group is killed once more, so no
-// process outlives its evaluation.
+// process outlives its evaluation. Ranks the zygote forked (NOTE [zygote])
+// are its children, not the driver's: it reports their exits, and the group
+// and the parent-death signal hold as for exec'd ones.
 #pragma once
 
 #include <functional>
@@ -39,6 +41,9 @@ struct LaunchSpec {
   double watchdog_period_s = 0.1;
   // A cgroup's cgroup.procs each rank joins before exec (NOTE [OOM kills]).
   std::string cgroup_procs;
+  // argv is `pkb worker JOB`: forked from the zygote when there is one
+  // (NOTE [zygote]), exec'd otherwise.
+  bool zygote = false;
 };
 
 struct RankExit {

@@ -2,7 +2,6 @@
 // listed at the top of worker/contestant.cpp.
 #include "worker/contestant_client.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -121,7 +120,10 @@ CandidateFailure out_of_protocol(const std::string& op, const char* what) {
 //    anyway: /proc/<referee>/cmdline, the job file), and the environment,
 //    whose store address and job variables the child erases (the strings
 //    themselves, not only their entries in `environ`); seeds and nonces are
-//    drawn later, in the referee only;
+//    drawn later, in the referee only. A referee forked from the zygote
+//    (NOTE [zygote]) also holds the zygote's memory (the driver's before it
+//    read its command line) and its spawn request, whose environment
+//    strings are those `environ` points to, erased the same way;
 //  - descriptors: stdin /dev/null, the log, the control channel, nothing
 //    else;
 //  - a process that may be traced and read by its own user, as an exec'd one
@@ -131,16 +133,6 @@ CandidateFailure out_of_protocol(const std::string& op, const char* what) {
 // `pkb contestant` as before (PKB_CONTESTANT_START=exec forces that path, so
 // that a test keeps it working).
 namespace {
-
-int thread_count() {
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return -1;
-  int n = 0;
-  while (dirent* e = readdir(d))
-    if (e->d_name[0] != '.') ++n;
-  closedir(d);
-  return n;
-}
 
 // In the child, before anything else: the environment's scrubbed entries,
 // unset and overwritten.

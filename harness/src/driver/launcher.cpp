@@ -30,41 +30,7 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-[[noreturn]] void exec_rank(const LaunchSpec& spec, int rank, pid_t pgid) {
-  // Child: never returns. Only async-signal-safe work would be strictly
-  // correct here; the driver is single-threaded when it forks.
-  setpgid(0, pgid);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  std::string log = spec.log_dir + "/rank_" + std::to_string(rank) + ".log";
-  int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd >= 0) {
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-  }
-  if (!spec.cgroup_procs.empty()) {
-    // Before exec, so that the rank's whole footprint is charged there; when
-    // it cannot join, OOM kills are told apart less surely (NOTE [OOM kills]).
-    int cg = open(spec.cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
-    if (cg < 0 || write(cg, "0", 1) != 1)
-      fprintf(stderr, "pkb: rank %d could not join %s: %s\n", rank, spec.cgroup_procs.c_str(), strerror(errno));
-    if (cg >= 0) close(cg);
-  }
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull >= 0) dup2(devnull, 0);
-  for (const auto& [k, v] : spec.env) setenv(k.c_str(), v.c_str(), 1);
-  setenv("RANK", std::to_string(rank).c_str(), 1);
-  setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-  setenv("WORLD_SIZE", std::to_string(spec.world).c_str(), 1);
-  std::vector<char*> argv;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execv(argv[0], argv.data());
-  fprintf(stderr, "exec %s failed: %s\n", argv[0], strerror(errno));
-  _exit(127);
-}
-
-// What exec_rank() sets up, for the zygote to set up in its child.
+// NOTE [zygote]: the zygote's ranks take the same request.
 SpawnRequest spawn_request(const LaunchSpec& spec, int rank, pid_t pgid) {
   SpawnRequest q;
   q.argv = spec.argv;
@@ -77,7 +43,62 @@ SpawnRequest spawn_request(const LaunchSpec& spec, int rank, pid_t pgid) {
   return q;
 }
 
+// A rank without the zygote: fork and exec. The driver has threads by now
+// (the store's server), so the child does only async-signal-safe work: its
+// argv and environment are built before the fork.
+pid_t fork_exec_rank(const SpawnRequest& q) {
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (!eq || !q.env.count(std::string(*e, eq - *e))) env_s.push_back(*e);
+  }
+  for (const auto& [k, v] : q.env) env_s.push_back(k + "=" + v);
+  std::vector<char*> envp, argv;
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  for (const auto& a : q.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  PKB_CHECK(pid >= 0, "fork(): ", strerror(errno));
+  if (pid == 0) {
+    enter_rank_process(q.pgid, q.log.c_str(), q.cgroup_procs.c_str());
+    execve(argv[0], argv.data(), envp.data());
+    const char msg[] = "pkb: exec of the rank's command failed: ";
+    if (write(2, msg, sizeof msg - 1) < 0 || write(2, argv[0], std::strlen(argv[0])) < 0 || write(2, "\n", 1) < 0) {
+    }
+    _exit(127);
+  }
+  setpgid(pid, q.pgid ? q.pgid : pid);  // also from the parent, so the group exists before we may kill it
+  return pid;
+}
+
 }  // namespace
+
+void enter_rank_process(pid_t pgid, const char* log, const char* cgroup_procs) {
+  setpgid(0, pgid);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+  }
+  if (cgroup_procs[0]) {
+    // Before the rank runs, so that its whole footprint is charged there;
+    // when it cannot join, OOM kills are told apart less surely (NOTE [OOM
+    // kills]).
+    int cg = open(cgroup_procs, O_WRONLY | O_CLOEXEC);
+    if (cg < 0 || write(cg, "0", 1) != 1) {
+      const char msg[] = "pkb: this rank could not join its cgroup: ";
+      if (write(2, msg, sizeof msg - 1) < 0 || write(2, cgroup_procs, std::strlen(cgroup_procs)) < 0 ||
+          write(2, "\n", 1) < 0) {
+      }
+    }
+    if (cg >= 0) close(cg);
+  }
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull >= 0) dup2(devnull, 0);
+}
 
 StoreSocket open_store_socket() {
   StoreSocket s;
@@ -109,14 +130,10 @@ LaunchResult launch_and_wait(const LaunchSpec& spec) {
   Zygote* zygote = spec.zygote ? Zygote::get() : nullptr;
   std::vector<bool> zygote_child(spec.world, false);
   for (int r = 0; r < spec.world; ++r) {
-    pid_t pid = zygote ? zygote->spawn(spawn_request(spec, r, pgid)) : -1;
+    const SpawnRequest q = spawn_request(spec, r, pgid);
+    pid_t pid = zygote ? zygote->spawn(q) : -1;
     zygote_child[r] = pid > 0;
-    if (pid <= 0) {
-      pid = fork();
-      PKB_CHECK(pid >= 0, "fork(): ", strerror(errno));
-      if (pid == 0) exec_rank(spec, r, pgid);
-      setpgid(pid, r == 0 ? pid : pgid);  // also from the parent, so the group exists before we may kill it
-    }
+    if (pid <= 0) pid = fork_exec_rank(q);
     if (r == 0) pgid = pid;
     pids[r] = pid;
     res.ranks[r].rank = r;

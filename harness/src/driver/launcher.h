@@ -12,6 +12,8 @@
 // and the parent-death signal hold as for exec'd ones.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <map>
 #include <string>
@@ -75,6 +77,13 @@ struct StoreSocket {
 StoreSocket open_store_socket();
 
 LaunchResult launch_and_wait(const LaunchSpec& spec);
+
+// In a new rank's process, before it runs anything (exec'd, or forked from
+// the zygote): its process group (0: one of its own), death with its parent,
+// stdout and stderr to `log`, the evaluation's cgroup (empty: none), stdin
+// /dev/null. Async-signal-safe: the exec path calls it in a fork of the
+// threaded driver.
+void enter_rank_process(pid_t pgid, const char* log, const char* cgroup_procs);
 
 std::string signal_name(int sig);
 // The last `max_bytes` of a file, for reasons quoted from a rank's log.

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "common/process_tree.h"
+#include "driver/launcher.h"
 
 namespace pkb {
 
@@ -111,26 +112,11 @@ void send_line(int fd, const std::string& m) {
   }
 }
 
-// The rank: set up as exec_rank() (driver/launcher.cpp) sets up an exec'd
-// one, then the entry. Never returns.
+// The rank: set up as an exec'd one (enter_rank_process, the environment, as
+// after an exec), then the entry. Never returns.
 [[noreturn]] void run_rank(const Request& r, pid_t zygote, const sigset_t& mask, const Zygote::Entry& entry) {
-  setpgid(0, r.pgid);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != zygote) _exit(127);
-  int fd = open(r.log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-  }
-  if (r.cgroup[0]) {
-    int cg = open(r.cgroup, O_WRONLY | O_CLOEXEC);
-    if (cg < 0 || write(cg, "0", 1) != 1)
-      fprintf(stderr, "pkb: this rank could not join %s: %s\n", r.cgroup, strerror(errno));
-    if (cg >= 0) close(cg);
-  }
-  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (devnull >= 0) dup2(devnull, 0);
+  enter_rank_process(r.pgid, r.log, r.cgroup);
+  if (getppid() != zygote) _exit(127);  // the zygote died before the parent-death signal was set
   for (char* kv : r.env) putenv(kv);
   prctl(PR_SET_DUMPABLE, 1);  // as after an exec
   prctl(PR_SET_NAME, "pkb");

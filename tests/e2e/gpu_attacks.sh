@@ -18,15 +18,15 @@ args=(run --device cuda --nproc "$np" --problems 1 --solutions "$fixtures" --tri
 rc=$?
 fail=0
 if [ "$(id -u)" = 0 ]; then
-  e6=correct e7=correct
+  e6=correct e7=correct e15=output_mismatch e18=correct
   if [ "$rc" != 1 ]; then echo "FAIL: pkb exited $rc, expected 1"; cat "$dir/run.txt"; fail=1; fi
 else
-  e6=runtime_error e7=forbidden_api
+  e6=runtime_error e7=forbidden_api e15=runtime_error e18=timeout
   [ "$rc" = 137 ] || { echo "FAIL: pkb exited $rc, expected 137 (killed by sample 6)"; fail=1; }
   "$pkb" "${args[@]}" --resume >"$dir/resume.txt" 2>&1
   [ $? = 1 ] || { echo "FAIL: --resume did not finish with exit 1"; cat "$dir/resume.txt"; fail=1; }
 fi
-python3 "$here/check_results.py" "$out" --count 15 \
+python3 "$here/check_results.py" "$out" --count 20 \
   --expect 0=output_mismatch --expect 1=output_mismatch --expect 2=output_mismatch \
   --expect 3=output_mismatch --reason "3=input 'tensor'" \
   --expect 4=forbidden_api --reason "4=dispatcher" \
@@ -36,21 +36,31 @@ python3 "$here/check_results.py" "$out" --count 15 \
   --expect 10=output_mismatch --expect 11=runtime_error --reason "11=out of protocol" \
   --expect 12=timing_anomaly --expect 13=correct \
   --expect 14=timing_anomaly --reason "14=still busy" \
+  --expect 15=$e15 --expect 16=output_mismatch --expect 17=correct --expect 18=$e18 --expect 19=correct \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
 # The attacks of issue 21 from inside (notes in $dir/pids) and the account of
 # sample 13's stopped contestants (NOTE [referee and contestant]).
-python3 - "$dir/pids" "$out" <<'PY' || fail=1
+python3 - "$dir/pids" "$out" "$(id -u)" <<'PY' || fail=1
 import glob, json, os, sys
-d, out = sys.argv[1], sys.argv[2]
+d, out, privileged = sys.argv[1], sys.argv[2], sys.argv[3] == "0"
 notes = {os.path.basename(p): open(p).read().strip() for p in glob.glob(d + "/*.*")}
-of = lambda kind: [v for k, v in notes.items() if k.rsplit(".", 1)[0] == kind]
+of = lambda kind: [v for k, v in notes.items() if k.rsplit(".", 1)[0].rstrip("0123456789") == kind]
 recs = {r["sample"]: r for r in map(json.loads, open(out))}
 bad = 0
 def check(cond, what):
     global bad
     print(("ok   " if cond else "FAIL ") + what)
     bad |= not cond
-check(bool(of("forge")) and all(v != "written" for v in of("forge")), f"sample 10 wrote no result: {of('forge')}")
+check(bool(of("forge")) and all(v != "written" for v in of("forge")), f"samples 10 and 15 wrote no result: {of('forge')}")
+check(bool(of("store")) and all("store_reply" in v for v in of("store")), f"sample 16 wrote keys through its proxy store: {of('store')}")
+if privileged:
+    # As root the contestant is the worker user in a network namespace of its
+    # own: it can neither signal nor trace its referee, nor reach the store.
+    check(bool(of("kill")) and all(v != "killed" for v in of("kill")), f"sample 15 could not kill its referee: {of('kill')}")
+    check(bool(of("stop")) and all(v != "stopped" for v in of("stop")), f"sample 18 could not stop its referee: {of('stop')}")
+    check(bool(of("net")) and all(v.endswith("connected 0") for v in of("net")), f"sample 17 reached no port: {of('net')}")
+    check(bool(of("trace")) and all("attached" not in v and "mem opened" not in v for v in of("trace")),
+          f"sample 19 could not trace its referee: {of('trace')}")
 check(bool(of("fds")), f"sample 11 wrote to fds: {of('fds')}")
 check(bool(of("timer")) and all(v == "patched" for v in of("timer")), f"sample 12 patched its timer: {of('timer')}")
 stops = [c["contestant"].get("stopped", {}) for c in recs[13].get("contestants", [])]

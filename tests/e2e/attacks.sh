@@ -61,47 +61,26 @@ python3 "$here/check_results.py" "$out" --count 22 \
   --expect 19=$expected_19 --expect 20=correct --expect 21=correct \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
 # What the attacks of issue 21 saw from inside (their notes in $dir/pids).
-python3 - "$dir/pids" "$privileged" "$out" <<'PY' || fail=1
-import glob, json, os, sys
+python3 - "$dir/pids" "$privileged" "$out" "$here" <<'PY' || fail=1
+import json, sys
 d, privileged, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
-notes = {os.path.basename(p): open(p).read().strip() for p in glob.glob(d + "/*.*")}
-def of(kind):
-    return [v for k, v in notes.items() if k.rsplit(".", 1)[0].rstrip("0123456789") == kind]
-bad = 0
-def check(cond, what):
-    global bad
-    print(("ok   " if cond else "FAIL ") + what)
-    bad |= not cond
-forges = of("forge")
-check(bool(forges), f"sample 12/13 forged results: {sorted(set(forges))}")
-check(bool(of("fds")), f"sample 14 wrote to fds: {of('fds')}")
-check(of("clock") and all(v == "patched" for v in of("clock")), f"sample 15 patched its clock: {of('clock')}")
-check(bool(of("store")) and all("store_reply" in v for v in of("store")), "sample 16 wrote keys through its proxy store")
+sys.path.insert(0, sys.argv[4])
+from attack_notes import Notes, check_referee_attacks, check_stopped_without_cpu
+n = Notes(d)
+# Samples 12, 13 and 16-19.
+check_referee_attacks(n, privileged)
+n.check(bool(n.of("fds")), f"sample 14 wrote to fds: {n.of('fds')}")
+n.check(n.of("clock") and all(v == "patched" for v in n.of("clock")), f"sample 15 patched its clock: {n.of('clock')}")
 # Sample 21 scanned the memory it inherited from its referee (NOTE [contestant
 # start]): its own marker found, the store's address and port not.
-scans = of("memscan")
-check(len(scans) > 0 and all(v.startswith("marker ") and v.split()[1] != "0" and v.endswith("port 0 addr 0")
-                             for v in scans), f"sample 21 found no store address in its memory: {scans}")
-if privileged:
-    check(all(v != "written" for v in forges), "as the worker user no forged result was written")
-    check(all(v != "killed" for v in of("kill")), f"sample 13 could not kill its referee: {of('kill')}")
-    check(all(v != "stopped" for v in of("stop")), f"sample 18 could not stop its referee: {of('stop')}")
-    nets = of("net")
-    check(bool(nets) and all(v.endswith("connected 0") for v in nets), f"sample 17 reached no port: {nets}")
-    traces = of("trace")
-    check(bool(traces) and all("attached" not in v and "mem opened" not in v for v in traces),
-          f"sample 19 could not trace its referee: {traces}")
+scans = n.of("memscan")
+n.check(len(scans) > 0 and all(v.startswith("marker ") and v.split()[1] != "0" and v.endswith("port 0 addr 0")
+                               for v in scans), f"sample 21 found no store address in its memory: {scans}")
 recs = {r["sample"]: r for r in map(json.loads, open(out))}
-# Sample 20's burner threads: its contestants were stopped while the reference
-# was timed, and used no CPU time meanwhile (the kernel's account).
-stops = [c["contestant"].get("stopped", {}) for c in recs[20].get("contestants", [])]
-check(len(stops) == len(recs[20].get("contestants", [])) > 0 and all(s.get("times", 0) > 0 for s in stops),
-      f"sample 20's contestants were stopped: {stops}")
-check(all(s.get("cpu_s", 1) <= 0.05 + 0.05 * s.get("wall_s", 0) for s in stops),
-      "sample 20's burner threads used no CPU time while stopped")
+check_stopped_without_cpu(n, recs[20], "sample 20")
 ref = lambda s: recs[s].get("times", {}).get("reference_us", 0)
 print(f"info: reference median with sample 20's burners {ref(20):.0f} us, beside sample 7 {ref(7):.0f} us")
-sys.exit(1 if bad else 0)
+sys.exit(1 if n.bad else 0)
 PY
 [ -n "$(ls "$dir/pids")" ] || { echo "FAIL: sample 7 left no pid file (did it run?)"; fail=1; }
 # Cheap hangs and early exits: the hang costs about the phase floor, the exit

@@ -40,41 +40,27 @@ python3 "$here/check_results.py" "$out" --count 20 \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
 # The attacks of issue 21 from inside (notes in $dir/pids) and the account of
 # sample 13's stopped contestants (NOTE [referee and contestant]).
-python3 - "$dir/pids" "$out" "$(id -u)" <<'PY' || fail=1
-import glob, json, os, sys
+python3 - "$dir/pids" "$out" "$(id -u)" "$here" <<'PY' || fail=1
+import json, sys
 d, out, privileged = sys.argv[1], sys.argv[2], sys.argv[3] == "0"
-notes = {os.path.basename(p): open(p).read().strip() for p in glob.glob(d + "/*.*")}
-of = lambda kind: [v for k, v in notes.items() if k.rsplit(".", 1)[0].rstrip("0123456789") == kind]
+sys.path.insert(0, sys.argv[4])
+from attack_notes import Notes, check_referee_attacks, check_stopped_without_cpu
+n = Notes(d)
 recs = {r["sample"]: r for r in map(json.loads, open(out))}
-bad = 0
-def check(cond, what):
-    global bad
-    print(("ok   " if cond else "FAIL ") + what)
-    bad |= not cond
-check(bool(of("forge")) and all(v != "written" for v in of("forge")), f"samples 10 and 15 wrote no result: {of('forge')}")
-check(bool(of("store")) and all("store_reply" in v for v in of("store")), f"sample 16 wrote keys through its proxy store: {of('store')}")
-if privileged:
-    # As root the contestant is the worker user in a network namespace of its
-    # own: it can neither signal nor trace its referee, nor reach the store.
-    check(bool(of("kill")) and all(v != "killed" for v in of("kill")), f"sample 15 could not kill its referee: {of('kill')}")
-    check(bool(of("stop")) and all(v != "stopped" for v in of("stop")), f"sample 18 could not stop its referee: {of('stop')}")
-    check(bool(of("net")) and all(v.endswith("connected 0") for v in of("net")), f"sample 17 reached no port: {of('net')}")
-    check(bool(of("trace")) and all("attached" not in v and "mem opened" not in v for v in of("trace")),
-          f"sample 19 could not trace its referee: {of('trace')}")
-check(bool(of("fds")), f"sample 11 wrote to fds: {of('fds')}")
-check(bool(of("timer")) and all(v == "patched" for v in of("timer")), f"sample 12 patched its timer: {of('timer')}")
-stops = [c["contestant"].get("stopped", {}) for c in recs[13].get("contestants", [])]
-check(bool(stops) and all(s.get("times", 0) > 0 and s.get("cpu_s", 1) <= 0.05 + 0.05 * s.get("wall_s", 0) for s in stops),
-      f"sample 13's burner threads were stopped and used no CPU time meanwhile: {stops}")
+# Samples 10 and 15-19 (CPU samples 12, 13 and 16-19).
+check_referee_attacks(n, privileged)
+n.check(bool(n.of("fds")), f"sample 11 wrote to fds: {n.of('fds')}")
+n.check(bool(n.of("timer")) and all(v == "patched" for v in n.of("timer")), f"sample 12 patched its timer: {n.of('timer')}")
+check_stopped_without_cpu(n, recs[13], "sample 13")
 # Sample 14's hog ran (python3 with torch started its kernels); its record
 # names the busy device, and the honest samples' settles found it quiet.
-check(bool(of("hog")) and all(v == "up" for v in of("hog")), f"sample 14's hog ran: {of('hog')}")
+n.check(bool(n.of("hog")) and all(v == "up" for v in n.of("hog")), f"sample 14's hog ran: {n.of('hog')}")
 sides = lambda s: [p["candidate"] for p in recs[s].get("times", {}).get("per_rank", [])]
-check(any(c.get("device_left_busy") for c in sides(14)), f"sample 14 left the device busy: {sides(14)}")
+n.check(any(c.get("device_left_busy") for c in sides(14)), f"sample 14 left the device busy: {sides(14)}")
 settled = lambda s: [(c.get("device_settles"), c.get("device_busy_settles"), c.get("device_max_probe_us")) for c in sides(s)]
 quiet = [s for s in (5, 13) if sides(s) and all(c.get("device_settles", 0) > 0 and not c.get("device_left_busy") for c in sides(s))]
-check(quiet == [5, 13], f"samples 5 and 13 settled on a quiet device: {settled(5)} {settled(13)}")
-sys.exit(1 if bad else 0)
+n.check(quiet == [5, 13], f"samples 5 and 13 settled on a quiet device: {settled(5)} {settled(13)}")
+sys.exit(1 if n.bad else 0)
 PY
 [ -n "$(ls "$dir/pids")" ] || { echo "FAIL: sample 5 left no pid file (did it run?)"; fail=1; }
 exit $fail

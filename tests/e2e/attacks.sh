@@ -69,7 +69,7 @@ from attack_notes import Notes, check_referee_attacks, check_stopped_without_cpu
 n = Notes(d)
 # Samples 12, 13 and 16-19.
 check_referee_attacks(n, privileged)
-n.check(bool(n.of("fds")), f"sample 14 wrote to fds: {n.of('fds')}")
+n.check(bool(n.of("fds")) and all(v.startswith("open ") for v in n.of("fds")), f"sample 14 listed its fds before writing to them: {n.of('fds')}")
 n.check(n.of("clock") and all(v == "patched" for v in n.of("clock")), f"sample 15 patched its clock: {n.of('clock')}")
 # Sample 21 scanned the memory it inherited from its referee (NOTE [contestant
 # start]): its own marker found, the store's address and port not.

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "driver/candidate_pch.h"
@@ -196,16 +197,25 @@ std::mutex& build_lock(const std::string& key) {
 
 }  // namespace
 
-std::string candidate_cache_key(const std::string& source_text, bool use_nvcc, const CandidateToolchain& tc,
-                                const std::string& compiler_version) {
-  // NOTE [candidate cache key]
+namespace {
+
+// The checkout's folder as recorded, without a trailing slash.
+std::string checkout_dir(const CandidateToolchain& tc) {
+  std::string d = tc.source_dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  return d;
+}
+
+// NOTE [candidate cache key]: `in_checkout` adds every file of the include
+// folders inside the checkout (the precompiled header's key).
+std::string key_of(const std::string& tag, const std::string& source_text, bool use_nvcc, const CandidateToolchain& tc,
+                   const std::string& compiler_version, bool in_checkout) {
   const auto [flags, link] = command_flags(use_nvcc, tc);
-  std::string src_dir = tc.source_dir;
-  while (src_dir.size() > 1 && src_dir.back() == '/') src_dir.pop_back();
+  const std::string src_dir = checkout_dir(tc);
   std::string headers;
   for (const auto& d : tc.include_dirs) {
     if (is_under(d, src_dir)) {
-      headers += "tree " + replace_path(d, src_dir, "<source>") + '\0' + tree_content(d) + '\0';
+      if (in_checkout) headers += "tree " + replace_path(d, src_dir, "<source>") + '\0' + tree_content(d) + '\0';
     } else {
       const std::string version = d + "/torch/version.h";
       struct stat st;
@@ -214,10 +224,146 @@ std::string candidate_cache_key(const std::string& source_text, bool use_nvcc, c
     }
   }
   const std::string compiler = use_nvcc ? tc.nvcc : tc.cxx;
-  return content_hash("pkb candidate key 2\n" + source_text + "\n" + compiler + "\n" +
-                      replace_path(flags, src_dir, "<source>") + "\n" + replace_path(link, src_dir, "<source>") +
-                      "\n" + compiler_version + "\n" + headers);
+  return content_hash(tag + "\n" + source_text + "\n" + compiler + "\n" + replace_path(flags, src_dir, "<source>") +
+                      "\n" + replace_path(link, src_dir, "<source>") + "\n" + compiler_version + "\n" + headers);
 }
+
+}  // namespace
+
+std::string candidate_cache_key(const std::string& source_text, bool use_nvcc, const CandidateToolchain& tc,
+                                const std::string& compiler_version) {
+  return key_of("pkb candidate key 3", source_text, use_nvcc, tc, compiler_version, false);
+}
+
+std::string precompiled_header_key(const CandidateToolchain& tc, const std::string& compiler_version) {
+  return key_of("pkb candidate key 2", precompiled_header_source(), false, tc, compiler_version, true);
+}
+
+std::vector<std::string> read_depfile(const std::string& text) {
+  // "target: a b \<newline> c", with "\ " and "\#" escaping and "$$" for "$".
+  std::vector<std::string> deps;
+  size_t at = 0;
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] == ':' && (text[i + 1] == ' ' || text[i + 1] == '\n' || text[i + 1] == '\\')) {
+      at = i + 1;
+      break;
+    }
+  }
+  if (at == 0) return deps;
+  std::string cur;
+  auto flush = [&] {
+    if (!cur.empty()) deps.push_back(cur);
+    cur.clear();
+  };
+  for (size_t i = at; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      const char n = text[i + 1];
+      if (n == '\n') {
+        flush();
+        ++i;
+      } else if (n == ' ' || n == '#' || n == '\\') {
+        cur += n;
+        ++i;
+      } else {
+        cur += c;
+      }
+    } else if (c == '$' && i + 1 < text.size() && text[i + 1] == '$') {
+      cur += '$';
+      ++i;
+    } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      flush();
+    } else if (c == ':' && cur.empty()) {
+      // A later rule (-MP's "header:" lines): its target is a prerequisite already listed.
+    } else {
+      cur += c;
+    }
+  }
+  flush();
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  return deps;
+}
+
+std::string header_manifest(const std::vector<std::string>& deps, bool deps_known, const CandidateToolchain& tc) {
+  const std::string src_dir = checkout_dir(tc);
+  std::vector<std::string> rel;
+  if (deps_known) {
+    for (const auto& d : deps)
+      if (is_under(d, src_dir) && d.size() > src_dir.size()) rel.push_back(d.substr(src_dir.size() + 1));
+  } else {
+    for (const auto& d : tc.include_dirs) {
+      if (!is_under(d, src_dir)) continue;
+      std::vector<std::string> files;
+      list_files(d, "", files);
+      for (const auto& f : files) rel.push_back(d.substr(std::min(d.size(), src_dir.size() + 1)) + f);
+    }
+  }
+  std::sort(rel.begin(), rel.end());
+  rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
+  std::string m;
+  for (const auto& r : rel) {
+    const std::string path = src_dir + "/" + r;
+    std::ifstream f(path, std::ios::binary);
+    if (!f.good()) continue;  // listed, then gone: nothing to compare against
+    std::stringstream ss;
+    ss << f.rdbuf();
+    m += content_hash(ss.str()) + '\t' + r + '\n';
+  }
+  return m;
+}
+
+bool header_manifest_holds(const std::string& manifest, const std::string& source_dir) {
+  std::string src_dir = source_dir;
+  while (src_dir.size() > 1 && src_dir.back() == '/') src_dir.pop_back();
+  std::stringstream lines(manifest);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) return false;
+    std::ifstream f(src_dir + "/" + line.substr(tab + 1), std::ios::binary);
+    if (!f.good()) return false;
+    std::stringstream ss;
+    ss << f.rdbuf();
+    if (content_hash(ss.str()) != line.substr(0, tab)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+struct CachedBuild {
+  std::string so_path, log;
+};
+
+// NOTE [candidate cache key]: the first build under `dir` whose manifest
+// still holds in the checkout `source_dir`.
+std::optional<CachedBuild> cached_build(const std::string& dir, const std::string& source_dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return std::nullopt;
+  std::vector<std::string> builds;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind("h-", 0) == 0) builds.push_back(dir + "/" + name);
+  }
+  closedir(d);
+  std::sort(builds.begin(), builds.end());
+  for (const auto& b : builds) {
+    struct stat sb;
+    std::ifstream m(b + "/headers");
+    if (!m.good() || stat((b + "/candidate.so").c_str(), &sb) != 0) continue;
+    std::stringstream ss;
+    ss << m.rdbuf();
+    if (!header_manifest_holds(ss.str(), source_dir)) continue;
+    std::ifstream lf(b + "/build.log");
+    std::stringstream log;
+    log << lf.rdbuf();
+    return CachedBuild{b + "/candidate.so", log.str()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 BuildResult build_candidate(const std::string& source, const std::string& device, const CandidateToolchain& tc,
                             double timeout_s) {
@@ -253,47 +399,74 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   // the source is truncated while the other's compiler reads it (an empty,
   // entry-less .so: load_error). The second then finds the cached object.
   std::lock_guard<std::mutex> same_content(build_lock(res.key));
-  std::string dir = cache_dir() + "/" + res.key;
-  res.so_path = dir + "/candidate.so";
-  std::string log_path = dir + "/build.log";
-  struct stat sb;
-  if (stat(res.so_path.c_str(), &sb) == 0) {
+  const std::string dir = cache_dir() + "/" + res.key;
+  // NOTE [candidate cache key]: a build under the key whose headers still read the same.
+  if (auto hit = cached_build(dir, tc.source_dir)) {
     res.ok = true;
     res.cached = true;
-    std::ifstream lf(log_path);
-    std::stringstream ss;
-    ss << lf.rdbuf();
-    res.log = trim_log(ss.str());
+    res.so_path = hit->so_path;
+    res.log = trim_log(hit->log);
     return res;
   }
   mkdirs(dir);
   // Compile from a copy in the cache so the diagnostics name a stable file.
+  // Written aside and renamed, so that another process's compiler reading it
+  // meanwhile never sees it truncated.
   std::string copy = dir + "/candidate" + ext;
   {
-    std::ofstream o(copy, std::ios::binary);
-    o << src;
+    const std::string tmp = copy + ".tmp." + std::to_string(getpid());
+    {
+      std::ofstream o(tmp, std::ios::binary);
+      o << src;
+    }
+    rename(tmp.c_str(), copy.c_str());
   }
-  std::string tmp_so = dir + "/candidate.so.tmp." + std::to_string(getpid());
+  // Built in a folder of this process's own, then renamed to its manifest's.
+  const std::string work = dir + "/build." + std::to_string(getpid());
+  run_command("rm -rf " + shell_quote(work), nullptr);
+  mkdirs(work);
+  const std::string tmp_so = work + "/candidate.so", depfile = work + "/deps.d";
   std::string pch;
   if (!use_nvcc) {
     // NOTE [candidate precompiled header]
     const std::string header =
-        precompiled_header(compiler, version, flags, candidate_cache_key(precompiled_header_source(), false, tc, version),
-                           timeout_s, nullptr);
+        precompiled_header(compiler, version, flags, precompiled_header_key(tc, version), timeout_s, nullptr);
     if (!header.empty()) pch = " -include " + shell_quote(header);
   }
-  std::string cmd =
-      shell_quote(compiler) + flags + pch + " -o " + shell_quote(tmp_so) + " " + shell_quote(copy) + link;
+  // The compiler lists the headers it read, except those inside a
+  // precompiled header (GCC's list then lacks them): a -M pass without it,
+  // the header's own source in its place, lists those.
+  const std::string deps_flags = " -MD -MF " + shell_quote(depfile);
+  std::string cmd = shell_quote(compiler) + flags + pch + (pch.empty() ? deps_flags : "") + " -o " +
+                    shell_quote(tmp_so) + " " + shell_quote(copy) + link;
   std::string out = run_command(cmd, &st, timeout_s);
-  {
-    std::ofstream lf(log_path);
-    lf << "$ " << cmd << "\n" << out;
-  }
+  const std::string log = "$ " + cmd + "\n" + out;
+  std::ofstream(dir + "/build.log") << log;  // the last build's, for failed ones (verdict.cpp)
   res.log = trim_log(out);
-  if (st == 0 && rename(tmp_so.c_str(), res.so_path.c_str()) == 0) {
-    res.ok = true;
+  if (st == 0 && !pch.empty()) {
+    int mst = 0;
+    run_command(shell_quote(compiler) + flags + " -include pkb/solution.h -M -MF " + shell_quote(depfile) + " " +
+                    shell_quote(copy),
+                &mst, timeout_s);
+    if (mst != 0) unlink(depfile.c_str());
+  }
+  if (st == 0) {
+    std::ifstream df(depfile);
+    std::stringstream deps;
+    deps << df.rdbuf();
+    const bool known = df.good() && !deps.str().empty();
+    const std::string manifest = header_manifest(read_depfile(deps.str()), known, tc);
+    std::ofstream(work + "/headers") << manifest;
+    std::ofstream(work + "/build.log") << log;
+    unlink(depfile.c_str());
+    const std::string final_dir = dir + "/h-" + content_hash(manifest);
+    // Another process may have made the same build meanwhile: either is it.
+    if (rename(work.c_str(), final_dir.c_str()) != 0) run_command("rm -rf " + shell_quote(work), nullptr);
+    res.so_path = final_dir + "/candidate.so";
+    struct stat sb;
+    res.ok = stat(res.so_path.c_str(), &sb) == 0;
   } else {
-    unlink(tmp_so.c_str());
+    run_command("rm -rf " + shell_quote(work), nullptr);
     if (st == 124 || st == 137) res.log = "compiler timed out after " + std::to_string(timeout_s) + " s\n" + res.log;
   }
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -37,16 +37,41 @@ struct BuildResult {
 // NOTE [candidate cache key]
 // A build's key hashes what decides the object, and not where the checkout
 // is: the candidate's source; the compiler's path and its `--version`; the
-// flags and link flags, with the checkout's path written as "<source>"; every
-// file under the include folders inside the checkout (harness/include, the
-// pkb headers a candidate can include), by name relative to its folder and
-// content; and torch/version.h of the include folders outside it (torch's
+// flags and link flags, with the checkout's path written as "<source>"; and
+// torch/version.h of the include folders outside the checkout (torch's
 // headers are keyed by their path and version, CUDA's by nvcc's version). A
-// fresh clone at another path therefore hits the builds of an identical one,
-// and a changed pkb header misses every build made before it.
+// fresh clone at another path therefore hits the builds of an identical one.
+//
+// The pkb headers inside the checkout (harness/include, the second ways'
+// include folder) are not in the key: each build records the ones it read,
+// by path relative to the checkout and content (the compiler's dependency
+// list: `-MD`, or a `-M` pass where the precompiled header hides them), in a
+// manifest beside its object, and a build is reused only while every header
+// of its manifest still reads the same. A change to a header a candidate
+// does not include (pkb/problem.h, for one) thus costs no candidate a
+// rebuild, and one it does include misses every build that read it. Builds
+// against other header versions sit side by side under the key (a folder
+// per manifest), so two checkouts used in turn do not evict each other.
+// Without a dependency list the manifest holds every file of the in-checkout
+// include folders (what the key itself held before).
 // `compiler_version` is what `compiler --version` printed.
 std::string candidate_cache_key(const std::string& source_text, bool use_nvcc, const CandidateToolchain& tc,
                                 const std::string& compiler_version);
+
+// The precompiled header's key (NOTE [candidate precompiled header]): the
+// candidate key of its source plus the content of every file of the
+// in-checkout include folders, since it is reused without a manifest.
+std::string precompiled_header_key(const CandidateToolchain& tc, const std::string& compiler_version);
+
+// NOTE [candidate cache key]: the manifest of the in-checkout headers among
+// `deps` (paths as the compiler listed them), one "hash<TAB>path" line per
+// header, sorted; `deps_known` false makes it every file of the in-checkout
+// include folders instead. `holds` tells whether a manifest's headers still
+// read the same in the checkout `source_dir`.
+std::string header_manifest(const std::vector<std::string>& deps, bool deps_known, const CandidateToolchain& tc);
+bool header_manifest_holds(const std::string& manifest, const std::string& source_dir);
+// The prerequisites of a make-style dependency file (what -MD / -M write).
+std::vector<std::string> read_depfile(const std::string& text);
 
 // `device` is "cpu" (host compiler, .cpp) or "cuda" (nvcc, .cu or .cpp).
 BuildResult build_candidate(const std::string& source, const std::string& device, const CandidateToolchain& tc,

@@ -53,7 +53,7 @@ python3 "$here/check_results.py" "$out" --count 22 \
   --expect 6=forbidden_api --reason "6=/proc/self/maps" \
   --expect 7=correct --expect 8=$expected_8 --expect 9=$expected_9 \
   --expect 10=runtime_error --reason "10=exited with status 0" \
-  --expect 11=timeout --reason "11=deadline" \
+  --expect 11=timeout --reason "11=deadline, the phase floor alone" \
   --expect 12=output_mismatch --expect 13=$expected_13 \
   --expect 14=runtime_error --reason "14=out of protocol" \
   --expect 15=timing_anomaly --reason "15=referee" \

@@ -32,7 +32,7 @@ python3 "$here/check_results.py" "$out" --count 20 \
   --expect 4=forbidden_api --reason "4=dispatcher" \
   --expect 5=correct --expect 6=$e6 --expect 7=$e7 \
   --expect 8=runtime_error --reason "8=exited with status 0" \
-  --expect 9=timeout --reason "9=deadline" \
+  --expect 9=timeout --reason "9=deadline, the phase floor alone" \
   --expect 10=output_mismatch --expect 11=runtime_error --reason "11=out of protocol" \
   --expect 12=timing_anomaly --expect 13=correct \
   --expect 14=timing_anomaly --reason "14=still busy" \

@@ -97,7 +97,7 @@ EvalResult run_evaluation(const EvalRequest& req) {
   auto server = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
   spec.env["MASTER_PORT"] = std::to_string(sock.port);
   for (int r = 0; r < req.world; ++r) spec.result_paths.push_back(req.eval_dir + "/rank_" + std::to_string(r) + ".json");
-  PhaseWatch watch(*server, req.world, std::max(4 * req.phase_floor_s, 120.0));
+  PhaseWatch watch(*server, req.world, std::max(4 * req.phase_floor_s, 120.0), req.phase_floor_s);
   spec.watchdog = [&] { return watch.check(); };
   // NOTE [OOM kills]: the ranks' own cgroup, the kernel log, or the driver's cgroup's counter.
   static std::atomic<int> eval_seq{0};

@@ -2,6 +2,7 @@
 #include "driver/phase_watch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -19,7 +20,8 @@ double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::ste
 
 }  // namespace
 
-PhaseWatch::PhaseWatch(c10d::Store& store, int world, double setup_budget_s) : store_(store), ranks_(world) {
+PhaseWatch::PhaseWatch(c10d::Store& store, int world, double setup_budget_s, double floor_s)
+    : store_(store), ranks_(world), floor_s_(floor_s) {
   auto now = std::chrono::steady_clock::now();
   for (auto& r : ranks_) {
     r.budget_s = setup_budget_s;
@@ -54,8 +56,14 @@ std::string PhaseWatch::check() {
     if (p.budget_s > 0 && in_phase > p.budget_s) {
       char buf[160];
       std::snprintf(buf, sizeof(buf), "ran past its %.1f s deadline", p.budget_s);
+      // Before the reference's first timed call (trial 0's candidate) the
+      // floor is all there is: a first call slower than it on a slow machine
+      // (76's bf16 convolutions on a CPU without AVX-512) ends here too.
+      const bool floor_alone = std::abs(p.budget_s - floor_s_) < 1e-3;
       return "rank " + std::to_string(r) + ": phase '" + p.name + "' " + buf +
-             " (deadlock or hang; NOTE [phase deadlines]); killed";
+             (floor_alone ? ", the phase floor alone (no reference call timed yet: a hang, or a first call slower "
+                            "than the floor on this machine, which --phase-floor raises; NOTE [phase deadlines]); killed"
+                          : " (deadlock or hang; NOTE [phase deadlines]); killed");
     }
   }
   return "";

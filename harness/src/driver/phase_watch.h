@@ -37,7 +37,9 @@ namespace pkb {
 
 class PhaseWatch {
  public:
-  PhaseWatch(c10d::Store& store, int world, double setup_budget_s);
+  // `floor_s`: --phase-floor, which a phase's deadline is alone before the
+  // reference has been timed (the reason then says so).
+  PhaseWatch(c10d::Store& store, int world, double setup_budget_s, double floor_s);
   // Empty while every rank is within its phase's budget; otherwise why not.
   std::string check();
   // The last phase rank `r` announced ("setup" before any).
@@ -57,6 +59,7 @@ class PhaseWatch {
   };
   c10d::Store& store_;
   std::vector<RankPhase> ranks_;
+  double floor_s_;
 };
 
 }  // namespace pkb

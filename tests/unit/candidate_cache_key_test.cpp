@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "driver/candidate_build.h"
@@ -211,6 +212,32 @@ TEST_F(CandidateCacheKey, TorchsVersionHeaderIsInTheKey) {
   const std::string k = key(a);
   write(a.include_dirs[1] + "/torch/version.h", "#define TORCH_VERSION \"2.12.0\"\n");
   EXPECT_NE(key(a), k);
+}
+
+// nvcc's dependency list (-MD -MF with the one-step -shared build) reaches
+// the manifest as GCC's does.
+TEST_F(CandidateBuildCache, NvccBuildsKeepAManifestToo) {
+  const std::string nvcc = "/usr/local/cuda/bin/nvcc";
+  struct stat st;
+  if (stat(nvcc.c_str(), &st) != 0) GTEST_SKIP() << "no nvcc";
+  a_.nvcc = nvcc;
+  a_.cuda_flags = {"-std=c++17", "-O0", "-arch=sm_90", "-shared", "-Xcompiler=-fPIC"};
+  write(root_ + "/cand.cu", "#include <pkb/value.h>\n__global__ void k(int* p) { *p = kValue; }\n");
+  auto build_cu = [&] { return build_candidate(root_ + "/cand.cu", "cuda", a_, 300); };
+  BuildResult first = build_cu();
+  ASSERT_TRUE(first.ok) << first.log;
+  EXPECT_FALSE(first.cached);
+  std::ifstream m(first.so_path.substr(0, first.so_path.rfind('/')) + "/headers");
+  std::stringstream manifest;
+  manifest << m.rdbuf();
+  EXPECT_NE(manifest.str().find("\tharness/include/pkb/value.h\n"), std::string::npos) << manifest.str();
+  EXPECT_EQ(manifest.str().find("pkb/problem.h"), std::string::npos) << manifest.str();
+  write(a_.source_dir + "/harness/include/pkb/problem.h", "#pragma once\nstruct Problem { int id; };\n");
+  EXPECT_TRUE(build_cu().cached);
+  write(a_.source_dir + "/harness/include/pkb/value.h", "#pragma once\nconstexpr int kValue = 3;\n");
+  BuildResult changed = build_cu();
+  ASSERT_TRUE(changed.ok) << changed.log;
+  EXPECT_FALSE(changed.cached);
 }
 
 }  // namespace

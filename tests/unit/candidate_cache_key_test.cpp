@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -175,6 +176,12 @@ TEST_F(CandidateBuildCache, ReusedUntilAHeaderItReadChanges) {
   BuildResult back = build();
   EXPECT_TRUE(back.ok && back.cached);
   EXPECT_EQ(back.so_path, first.so_path);
+  // A folder whose object is gone is built again in place.
+  ASSERT_EQ(unlink(first.so_path.c_str()), 0);
+  BuildResult rebuilt = build();
+  EXPECT_TRUE(rebuilt.ok && !rebuilt.cached) << rebuilt.log;
+  EXPECT_EQ(rebuilt.so_path, first.so_path);
+  EXPECT_TRUE(build().cached);
 }
 
 TEST_F(CandidateCacheKey, SourceCompilerVersionAndFlagsAreInTheKey) {

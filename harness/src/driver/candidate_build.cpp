@@ -460,10 +460,17 @@ BuildResult build_candidate(const std::string& source, const std::string& device
     std::ofstream(work + "/build.log") << log;
     unlink(depfile.c_str());
     const std::string final_dir = dir + "/h-" + content_hash(manifest);
-    // Another process may have made the same build meanwhile: either is it.
-    if (rename(work.c_str(), final_dir.c_str()) != 0) run_command("rm -rf " + shell_quote(work), nullptr);
     res.so_path = final_dir + "/candidate.so";
     struct stat sb;
+    if (rename(work.c_str(), final_dir.c_str()) != 0) {
+      // Another process made the same build meanwhile (either is it), or a
+      // folder of this manifest lost its object: this build replaces it.
+      if (stat(res.so_path.c_str(), &sb) != 0) {
+        run_command("rm -rf " + shell_quote(final_dir), nullptr);
+        rename(work.c_str(), final_dir.c_str());
+      }
+      run_command("rm -rf " + shell_quote(work), nullptr);
+    }
     res.ok = stat(res.so_path.c_str(), &sb) == 0;
   } else {
     run_command("rm -rf " + shell_quote(work), nullptr);

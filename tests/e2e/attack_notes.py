@@ -42,6 +42,14 @@ def check_referee_attacks(n, privileged):
             f"the contestant could not trace its referee: {traces}")
 
 
+def check_fd_writes(n, label):
+    """The candidate that writes through every file descriptor it holds listed
+    them first ("open ..."): its referee kills it once the garbage reaches the
+    control channel, possibly before the writes are done."""
+    fds = n.of("fds")
+    n.check(bool(fds) and all(v.startswith("open ") for v in fds), f"{label} listed its fds before writing to them: {fds}")
+
+
 def check_stopped_without_cpu(n, record, label):
     """A burner-thread candidate's contestants were stopped while the reference
     was timed, and used no CPU time meanwhile (the kernel's account)."""

@@ -65,11 +65,11 @@ python3 - "$dir/pids" "$privileged" "$out" "$here" <<'PY' || fail=1
 import json, sys
 d, privileged, out = sys.argv[1], sys.argv[2] == "1", sys.argv[3]
 sys.path.insert(0, sys.argv[4])
-from attack_notes import Notes, check_referee_attacks, check_stopped_without_cpu
+from attack_notes import Notes, check_fd_writes, check_referee_attacks, check_stopped_without_cpu
 n = Notes(d)
 # Samples 12, 13 and 16-19.
 check_referee_attacks(n, privileged)
-n.check(bool(n.of("fds")) and all(v.startswith("open ") for v in n.of("fds")), f"sample 14 listed its fds before writing to them: {n.of('fds')}")
+check_fd_writes(n, "sample 14")
 n.check(n.of("clock") and all(v == "patched" for v in n.of("clock")), f"sample 15 patched its clock: {n.of('clock')}")
 # Sample 21 scanned the memory it inherited from its referee (NOTE [contestant
 # start]): its own marker found, the store's address and port not.

@@ -44,12 +44,12 @@ python3 - "$dir/pids" "$out" "$(id -u)" "$here" <<'PY' || fail=1
 import json, sys
 d, out, privileged = sys.argv[1], sys.argv[2], sys.argv[3] == "0"
 sys.path.insert(0, sys.argv[4])
-from attack_notes import Notes, check_referee_attacks, check_stopped_without_cpu
+from attack_notes import Notes, check_fd_writes, check_referee_attacks, check_stopped_without_cpu
 n = Notes(d)
 recs = {r["sample"]: r for r in map(json.loads, open(out))}
 # Samples 10 and 15-19 (CPU samples 12, 13 and 16-19).
 check_referee_attacks(n, privileged)
-n.check(bool(n.of("fds")) and all(v.startswith("open ") for v in n.of("fds")), f"sample 11 listed its fds before writing to them: {n.of('fds')}")
+check_fd_writes(n, "sample 11")
 n.check(bool(n.of("timer")) and all(v == "patched" for v in n.of("timer")), f"sample 12 patched its timer: {n.of('timer')}")
 check_stopped_without_cpu(n, recs[13], "sample 13")
 # Sample 14's hog ran (python3 with torch started its kernels); its record

@@ -24,12 +24,19 @@ namespace pkb {
 
 namespace {
 
-std::string read_file(const std::string& path) {
+// A file's bytes; nullopt when it cannot be opened.
+std::optional<std::string> read_if_present(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  PKB_CHECK(f.good(), "cannot read '", path, "'");
+  if (!f.good()) return std::nullopt;
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+std::string read_file(const std::string& path) {
+  std::optional<std::string> text = read_if_present(path);
+  PKB_CHECK(text.has_value(), "cannot read '", path, "'");
+  return *text;
 }
 
 // FNV-1a, 64 bit: a stable content key, not a security boundary.
@@ -199,12 +206,12 @@ std::mutex& build_lock(const std::string& key) {
 
 namespace {
 
-// The checkout's folder as recorded, without a trailing slash.
-std::string checkout_dir(const CandidateToolchain& tc) {
-  std::string d = tc.source_dir;
+// A folder without its trailing slashes (the checkout's, as recorded).
+std::string without_trailing_slash(std::string d) {
   while (d.size() > 1 && d.back() == '/') d.pop_back();
   return d;
 }
+std::string checkout_dir(const CandidateToolchain& tc) { return without_trailing_slash(tc.source_dir); }
 
 // NOTE [candidate cache key]: `in_checkout` adds every file of the include
 // folders inside the checkout (the precompiled header's key).
@@ -302,30 +309,21 @@ std::string header_manifest(const std::vector<std::string>& deps, bool deps_know
   std::sort(rel.begin(), rel.end());
   rel.erase(std::unique(rel.begin(), rel.end()), rel.end());
   std::string m;
-  for (const auto& r : rel) {
-    const std::string path = src_dir + "/" + r;
-    std::ifstream f(path, std::ios::binary);
-    if (!f.good()) continue;  // listed, then gone: nothing to compare against
-    std::stringstream ss;
-    ss << f.rdbuf();
-    m += content_hash(ss.str()) + '\t' + r + '\n';
-  }
+  for (const auto& r : rel)
+    if (auto text = read_if_present(src_dir + "/" + r))  // listed, then gone: nothing to compare against
+      m += content_hash(*text) + '\t' + r + '\n';
   return m;
 }
 
 bool header_manifest_holds(const std::string& manifest, const std::string& source_dir) {
-  std::string src_dir = source_dir;
-  while (src_dir.size() > 1 && src_dir.back() == '/') src_dir.pop_back();
+  const std::string src_dir = without_trailing_slash(source_dir);
   std::stringstream lines(manifest);
   std::string line;
   while (std::getline(lines, line)) {
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) return false;
-    std::ifstream f(src_dir + "/" + line.substr(tab + 1), std::ios::binary);
-    if (!f.good()) return false;
-    std::stringstream ss;
-    ss << f.rdbuf();
-    if (content_hash(ss.str()) != line.substr(0, tab)) return false;
+    std::optional<std::string> text = read_if_present(src_dir + "/" + line.substr(tab + 1));
+    if (!text || content_hash(*text) != line.substr(0, tab)) return false;
   }
   return true;
 }
@@ -350,15 +348,10 @@ std::optional<CachedBuild> cached_build(const std::string& dir, const std::strin
   std::sort(builds.begin(), builds.end());
   for (const auto& b : builds) {
     struct stat sb;
-    std::ifstream m(b + "/headers");
-    if (!m.good() || stat((b + "/candidate.so").c_str(), &sb) != 0) continue;
-    std::stringstream ss;
-    ss << m.rdbuf();
-    if (!header_manifest_holds(ss.str(), source_dir)) continue;
-    std::ifstream lf(b + "/build.log");
-    std::stringstream log;
-    log << lf.rdbuf();
-    return CachedBuild{b + "/candidate.so", log.str()};
+    std::optional<std::string> manifest = read_if_present(b + "/headers");
+    if (!manifest || stat((b + "/candidate.so").c_str(), &sb) != 0) continue;
+    if (!header_manifest_holds(*manifest, source_dir)) continue;
+    return CachedBuild{b + "/candidate.so", read_if_present(b + "/build.log").value_or("")};
   }
   return std::nullopt;
 }
@@ -451,11 +444,8 @@ BuildResult build_candidate(const std::string& source, const std::string& device
     if (mst != 0) unlink(depfile.c_str());
   }
   if (st == 0) {
-    std::ifstream df(depfile);
-    std::stringstream deps;
-    deps << df.rdbuf();
-    const bool known = df.good() && !deps.str().empty();
-    const std::string manifest = header_manifest(read_depfile(deps.str()), known, tc);
+    const std::string deps = read_if_present(depfile).value_or("");
+    const std::string manifest = header_manifest(read_depfile(deps), !deps.empty(), tc);
     std::ofstream(work + "/headers") << manifest;
     std::ofstream(work + "/build.log") << log;
     unlink(depfile.c_str());

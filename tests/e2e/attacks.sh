@@ -45,7 +45,7 @@ else
 fi
 t1=$(date +%s)
 echo "attacks at np=$np: $((t1 - t0)) s"
-python3 "$here/check_results.py" "$out" --count 22 \
+python3 "$here/check_results.py" "$out" --count 23 \
   --expect 0=output_mismatch --expect 1=output_mismatch --expect 2=output_mismatch \
   --expect 3=output_mismatch --reason "3=input 'tensor'" \
   --expect 4=forbidden_api --reason "4=dispatcher" \
@@ -58,7 +58,7 @@ python3 "$here/check_results.py" "$out" --count 22 \
   --expect 14=runtime_error --reason "14=out of protocol" \
   --expect 15=timing_anomaly --reason "15=referee" \
   --expect 16=output_mismatch --expect 17=correct --expect 18=$expected_18 \
-  --expect 19=$expected_19 --expect 20=correct --expect 21=correct \
+  --expect 19=$expected_19 --expect 20=correct --expect 21=correct --expect 22=correct \
   --no-sample 99 --no-survivors --pids-dead "$dir/pids" || fail=1
 # What the attacks of issue 21 saw from inside (their notes in $dir/pids).
 python3 - "$dir/pids" "$privileged" "$out" "$here" <<'PY' || fail=1
@@ -76,6 +76,14 @@ n.check(n.of("clock") and all(v == "patched" for v in n.of("clock")), f"sample 1
 scans = n.of("memscan")
 n.check(len(scans) > 0 and all(v.startswith("marker ") and v.split()[1] != "0" and v.endswith("port 0 addr 0")
                                for v in scans), f"sample 21 found no store address in its memory: {scans}")
+# Sample 22 found the candidate cache; as the worker user it could not write it.
+caches = n.of("cache")
+n.check(bool(caches) and all(v.startswith("cache ") for v in caches), f"sample 22 tried the candidate cache: {caches}")
+if privileged:
+    n.check(all(v.endswith("unreachable (Permission denied)") or ("create denied" in v and "object denied" in v)
+                for v in caches), f"as the worker user the candidate cache is not writable: {caches}")
+else:
+    print(f"info: as the driver's user sample 22 saw the candidate cache as: {sorted(set(caches))}")
 recs = {r["sample"]: r for r in map(json.loads, open(out))}
 check_stopped_without_cpu(n, recs[20], "sample 20")
 ref = lambda s: recs[s].get("times", {}).get("reference_us", 0)

@@ -55,9 +55,11 @@
 //    stopped; a result file it wrote meanwhile is ignored), kill the driver
 //    (kill(getppid()) of its referee's parent), open files by path (a
 //    rank_<r>.json it writes is replaced by the referee's own, written after
-//    the contestant has ended), and reach the store over the loopback (its
-//    keys decide nothing it can forge without speaking c10d's protocol: not
-//    defended). Then: the results file is checked after every evaluation
+//    the contestant has ended), rewrite the cache of compiled candidates
+//    (~/.cache/pkb/candidates: a later run of the same source would load
+//    what it left there; as nobody it cannot), and reach the store over the
+//    loopback (its keys decide nothing it can forge without speaking c10d's
+//    protocol: not defended). Then: the results file is checked after every evaluation
 //    (inode, size and ctime, which no one can set back) and rewritten from
 //    the driver's own copy when anything else touched it, and that
 //    evaluation's record becomes forbidden_api ("wrote the results file"); a

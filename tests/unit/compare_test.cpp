@@ -78,5 +78,55 @@ TEST(Compare, UncheckedValuesStillNeedTheRightShape) {
   EXPECT_EQ(compare_outputs({ref, ref}, {ref + 9, ref + 9}, kTol, {false, true}).outcome, Outcome::kOutputMismatch);
 }
 
+// The errors as the comparison computed them before NOTE [one readback]:
+// masked_select over the finite (and nonzero-reference) elements.
+std::pair<double, double> selected_errors(const at::Tensor& ref, const at::Tensor& got) {
+  at::Tensor rf = ref.to(at::kFloat), gf = got.to(at::kFloat);
+  at::Tensor diff = (gf - rf).abs();
+  at::Tensor finite = rf.isfinite() & gf.isfinite();
+  double abs_err = 0, rel_err = 0;
+  if (finite.any().item<bool>()) {
+    abs_err = diff.masked_select(finite).max().item<double>();
+    at::Tensor nz = finite & (rf != 0);
+    if (nz.any().item<bool>()) rel_err = (diff.masked_select(nz) / rf.abs().masked_select(nz)).max().item<double>();
+  }
+  return {abs_err, rel_err};
+}
+
+// On the host, and on a GPU where there is one (the device comparison).
+TEST(Compare, ErrorsAreTheMaximaOverTheFiniteElements) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  at::manual_seed(7);
+  const at::Device device = at::hasCUDA() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  for (int trial = 0; trial < 20; ++trial) {
+    at::Tensor ref = at::randn({257}) * 10, got = ref + at::randn({257}) * 0.05;
+    // Zeros in the reference, non-finite values on either side, an overflow
+    // of the difference (3e38 - -3e38 is inf in float32).
+    at::Tensor pick = at::randint(0, 8, {257});
+    ref = at::where(pick == 0, at::zeros_like(ref), ref);
+    got = at::where(pick == 1, at::full_like(got, nan), got);
+    ref = at::where(pick == 2, at::full_like(ref, inf), ref);
+    got = at::where(pick == 3, at::full_like(got, -inf), got);
+    if (trial % 2) {
+      ref.index_put_({5}, 3e38f);
+      got.index_put_({5}, -3e38f);
+    }
+    auto [abs_err, rel_err] = selected_errors(ref, got);
+    for (const at::Device& d : {at::Device(at::kCPU), device}) {
+      CompareResult r = compare_outputs({ref.to(d)}, {got.to(d)}, kTol);
+      EXPECT_EQ(r.outputs[0].max_abs_err, abs_err) << trial << " on " << d;
+      EXPECT_EQ(r.outputs[0].max_rel_err, rel_err) << trial << " on " << d;
+      EXPECT_EQ(r.outputs[0].mismatches, compare_outputs({ref}, {got}, kTol).outputs[0].mismatches) << trial << " on " << d;
+    }
+  }
+  // No finite element: both stay 0; an empty output compares equal.
+  at::Tensor all_nan = at::full({4}, nan);
+  CompareResult r = compare_outputs({all_nan}, {all_nan.clone()}, kTol);
+  EXPECT_EQ(r.outcome, Outcome::kCorrect);
+  EXPECT_EQ(r.outputs[0].max_abs_err, 0);
+  EXPECT_EQ(r.outputs[0].max_rel_err, 0);
+  EXPECT_EQ(compare_outputs({at::zeros({0, 3})}, {at::zeros({0, 3})}, kTol).outcome, Outcome::kCorrect);
+}
+
 }  // namespace
 }  // namespace pkb

@@ -38,20 +38,33 @@ std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef shape) {
 }
 
 // Fills d's value fields (mismatches, errors, first bad element).
+// NOTE [one readback]: the scalars of a comparison (the count, the two
+// maxima and whether they exist) are stacked where the outputs are and
+// copied back once; each .item() on a GPU tensor is a synchronizing copy
+// through the pinned host allocator, which Gloo's collectives on CUDA tensors
+// share (issue 21: the device comparison, 3ed4415, is where 15's Gloo calls
+// in its trials at W = 2 sharing a GPU went from ~1 ms to ~25 ms).
 void compare_values(const at::Tensor& r, const at::Tensor& g, const Tolerance& tol, bool host, OutputDiff* d) {
   at::Tensor rf = as_float(r, host), gf = as_float(g, host);
+  if (rf.numel() == 0) return;
   at::Tensor diff = (gf - rf).abs();
   // Infinities must match exactly: with ref = +inf the bound is inf too.
   at::Tensor finite = rf.isfinite() & gf.isfinite();
   at::Tensor ok = (gf == rf) | (rf.isnan() & gf.isnan()) | (finite & (diff <= tol.atol + tol.rtol * rf.abs()));
   at::Tensor bad = ok.logical_not();
-  d->mismatches = bad.sum().item<int64_t>();
-  if (finite.any().item<bool>()) {
-    at::Tensor fd = diff.masked_select(finite);
-    d->max_abs_err = fd.max().item<double>();
-    at::Tensor nz = finite & (rf != 0);
-    if (nz.any().item<bool>()) d->max_rel_err = (diff.masked_select(nz) / rf.abs().masked_select(nz)).max().item<double>();
-  }
+  at::Tensor nz = finite & (rf != 0);
+  // Over the finite (nonzero-reference) elements: the others are replaced by
+  // 0, which changes no maximum (every candidate value is >= 0).
+  at::Tensor zero = at::zeros({}, diff.options());
+  at::Tensor max_abs = at::where(finite, diff, zero).max();
+  at::Tensor max_rel = at::where(nz, diff / rf.abs(), zero).max();
+  at::Tensor s = at::stack({bad.sum().to(at::kDouble), finite.any().to(at::kDouble), max_abs.to(at::kDouble),
+                            nz.any().to(at::kDouble), max_rel.to(at::kDouble)})
+                     .cpu();
+  const double* v = s.data_ptr<double>();
+  d->mismatches = static_cast<int64_t>(v[0]);
+  if (v[1] != 0) d->max_abs_err = v[2];
+  if (v[3] != 0) d->max_rel_err = v[4];
   if (d->mismatches > 0) {
     int64_t flat = bad.reshape({-1}).nonzero()[0][0].item<int64_t>();
     d->first_bad_index = unravel(flat, rf.sizes());

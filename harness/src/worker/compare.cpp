@@ -40,10 +40,12 @@ std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef shape) {
 // Fills d's value fields (mismatches, errors, first bad element).
 // NOTE [one readback]: the scalars of a comparison (the count, the two
 // maxima and whether they exist) are stacked where the outputs are and
-// copied back once; each .item() on a GPU tensor is a synchronizing copy
-// through the pinned host allocator, which Gloo's collectives on CUDA tensors
-// share (issue 21: the device comparison, 3ed4415, is where 15's Gloo calls
-// in its trials at W = 2 sharing a GPU went from ~1 ms to ~25 ms).
+// copied back once, where it took six .item() calls (each a synchronizing
+// copy through torch's pinned host allocator, which Gloo's collectives on
+// CUDA tensors use too) and two masked_select (each a nonzero: one more
+// sync). Why: issue 21 bisected the Gloo calls of 15's trials at W = 2
+// sharing a GPU, ~25 ms instead of ~1 ms, to the device comparison
+// (3ed4415); whether this removes them was not yet measured.
 void compare_values(const at::Tensor& r, const at::Tensor& g, const Tolerance& tol, bool host, OutputDiff* d) {
   at::Tensor rf = as_float(r, host), gf = as_float(g, host);
   if (rf.numel() == 0) return;

@@ -283,27 +283,6 @@ TEST(Calibration, RecordsCarryBothFractions) {
   EXPECT_TRUE(alone["roofline"]["calibrated"].contains("candidate_fraction"));
 }
 
-TEST(Calibration, WriteNeverReplacesWithoutForce) {
-  std::string dir = temp_dir("write");
-  std::string p = dir + "/topology/x.calibrated.json";
-  unlink(p.c_str());
-  write_new_file(p, "one", false);
-  EXPECT_THROW(write_new_file(p, "two", false), Error);
-  {
-    std::ifstream f(p);
-    std::string s;
-    std::getline(f, s);
-    EXPECT_EQ(s, "one");
-  }
-  write_new_file(p, "three", true);
-  std::ifstream f(p);
-  std::string s;
-  std::getline(f, s);
-  EXPECT_EQ(s, "three");
-  EXPECT_FALSE(file_exists(p + ".tmp." + std::to_string(getpid())));
-  EXPECT_THROW(write_new_file(dir + "/no/such/dir/x.json", "x", false), Error);
-}
-
 TEST(Calibration, SummaryNamesEachRateAndItsSource) {
   std::string s = calibration_summary(make_calibrated_topology(one_gpu_input()));
   EXPECT_NE(s.find("HBM (read + write)"), std::string::npos) << s;

@@ -1,8 +1,14 @@
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
 
+#include "common/files.h"
 #include "common/results.h"
 #include "pkb/check.h"
 
@@ -46,17 +52,73 @@ TEST(Results, TornLastLineIsSkipped) {
   unlink(p.c_str());
 }
 
-TEST(Results, AtomicWriteRefusesToReplace) {
+std::string read_all(const std::string& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// No temporary file of a write (path.tmp.*) stays beside `p`.
+bool no_leftovers(const std::string& p) {
+  const std::string dir = p.substr(0, p.rfind('/')), stem = p.substr(p.rfind('/') + 1) + ".tmp.";
+  DIR* d = opendir(dir.c_str());
+  bool clean = true;
+  while (dirent* e = d ? readdir(d) : nullptr) clean = clean && std::string(e->d_name).rfind(stem, 0) != 0;
+  if (d) closedir(d);
+  return clean;
+}
+
+TEST(Files, AtomicWriteRefusesToReplaceUnlessAsked) {
   std::string p = temp_path("a.json");
   unlink(p.c_str());
   write_file_atomic(p, "one", false);
   EXPECT_THROW(write_file_atomic(p, "two", false), Error);
+  EXPECT_EQ(read_all(p), "one");
   write_file_atomic(p, "three", true);
-  std::ifstream f(p);
-  std::string s;
-  f >> s;
-  EXPECT_EQ(s, "three");
+  EXPECT_EQ(read_all(p), "three");
+  EXPECT_TRUE(no_leftovers(p));
+  EXPECT_THROW(write_file_atomic(temp_path("no/such/dir/x.json"), "x", false), Error);
+  EXPECT_THROW(write_file_atomic(temp_path("no/such/dir/x.json"), "x", true), Error);
   unlink(p.c_str());
+}
+
+// Of writers racing for one new path, exactly one succeeds and the file holds
+// its text (a check followed by a rename lets several succeed, each replacing
+// the one before).
+TEST(Files, RacingWritersOfANewFileHaveOneWinner) {
+  for (int round = 0; round < 20; ++round) {
+    std::string p = temp_path("race.json");
+    unlink(p.c_str());
+    constexpr int kWriters = 8;
+    std::atomic<int> ready{0}, won{0}, winner{-1};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < kWriters; ++i) {
+      ts.emplace_back([&, i] {
+        ++ready;
+        while (ready < kWriters) {
+        }
+        try {
+          write_file_atomic(p, "writer " + std::to_string(i), false);
+          ++won;
+          winner = i;
+        } catch (const Error&) {
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    ASSERT_EQ(won.load(), 1) << "round " << round;
+    EXPECT_EQ(read_all(p), "writer " + std::to_string(winner.load()));
+    EXPECT_TRUE(no_leftovers(p));
+    unlink(p.c_str());
+  }
+}
+
+TEST(Files, MakeDirsCreatesEveryLevelAndKeepsWhatIsThere) {
+  std::string d = temp_path("dirs/a/b/c");
+  make_dirs(d);
+  write_file_atomic(d + "/f", "x", false);
+  make_dirs(temp_path("dirs/a"));
+  EXPECT_EQ(read_all(d + "/f"), "x");
+  unlink((d + "/f").c_str());
 }
 
 }  // namespace

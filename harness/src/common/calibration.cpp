@@ -424,28 +424,4 @@ void add_calibrated_roofline(Json& record, const CalibratedChoice& c) {
                                       {"nvlink_source", c.nvlink_source}};
 }
 
-void write_new_file(const std::string& path, const std::string& text, bool force) {
-  PKB_CHECK(force || !file_exists(path), "refusing to overwrite existing file '", path, "' (pass --force)");
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    PKB_CHECK(f.good(), "cannot write '", tmp, "'");
-    f << text;
-    f.flush();
-    PKB_CHECK(f.good(), "write to '", tmp, "' failed");
-  }
-  if (force) {
-    int rc = rename(tmp.c_str(), path.c_str());
-    int err = errno;
-    if (rc != 0) unlink(tmp.c_str());
-    PKB_CHECK(rc == 0, "rename to '", path, "': ", strerror(err));
-    return;
-  }
-  int rc = link(tmp.c_str(), path.c_str());
-  int err = errno;
-  unlink(tmp.c_str());
-  PKB_CHECK(rc == 0, err == EEXIST ? "refusing to overwrite existing file '" : "cannot create '", path, "'",
-            err == EEXIST ? " (pass --force)" : std::string(": ") + strerror(err));
-}
-
 }  // namespace pkb

@@ -86,11 +86,6 @@ CalibratedChoice choose_calibrated(const std::string& option, const std::string&
 // record["roofline"]'s other fields are left as they are.
 void add_calibrated_roofline(Json& record, const CalibratedChoice& c);
 
-// Writes `text` to `path` through a temporary file: with `force`, renamed over
-// whatever is there; without, linked into place, so an existing file (even one
-// created meanwhile) is never replaced (pkb::Error).
-void write_new_file(const std::string& path, const std::string& text, bool force);
-
 // The table `pkb calibrate` prints: each rate against the datasheet, with its
 // source, then the launch and barrier latencies.
 std::string calibration_summary(const Json& calibrated_topology);

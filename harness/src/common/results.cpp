@@ -13,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "common/files.h"
 #include "pkb/check.h"
 
 namespace pkb {
@@ -65,19 +66,6 @@ std::set<std::string> record_keys(const std::string& path) {
   return keys;
 }
 
-void write_file_atomic(const std::string& path, const std::string& text, bool overwrite) {
-  PKB_CHECK(overwrite || !file_exists(path), "refusing to overwrite existing file '", path, "'");
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    PKB_CHECK(f.good(), "cannot write '", tmp, "'");
-    f << text;
-    f.flush();
-    PKB_CHECK(f.good(), "write to '", tmp, "' failed");
-  }
-  PKB_CHECK(rename(tmp.c_str(), path.c_str()) == 0, "rename to '", path, "': ", strerror(errno));
-}
-
 bool speed_is_measured(const Json& record) {
   return record.value("device", std::string()) == "cuda" && !record.value("shared_gpu", false);
 }
@@ -99,11 +87,6 @@ std::unique_ptr<JsonlWriter> open_new_results_file(const std::string& dir, const
       if (!file_exists(path) || k > 1000) throw;
     }
   }
-}
-
-bool file_exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
 }
 
 std::string utc_timestamp() {

@@ -45,10 +45,6 @@ class JsonlWriter {
 std::vector<Json> read_jsonl(const std::string& path);
 std::set<std::string> record_keys(const std::string& path);
 
-// Writes `text` to `path` atomically (temporary file + rename). Refuses to
-// replace an existing file unless `overwrite`.
-void write_file_atomic(const std::string& path, const std::string& text, bool overwrite);
-
 // Whether a record's times measure the machine's GPU path: one GPU per rank
 // (device "cuda", not shared_gpu). CPU runs and ranks sharing a GPU time Gloo
 // and host memory, not NVLink (NOTE [ranks sharing a GPU]).
@@ -59,7 +55,6 @@ bool speed_is_measured(const Json& record);
 // took it). Creates DIR.
 std::unique_ptr<JsonlWriter> open_new_results_file(const std::string& dir, const std::string& name);
 
-bool file_exists(const std::string& path);
 std::string utc_timestamp();
 
 }  // namespace pkb

@@ -43,6 +43,7 @@
 #include <sstream>
 
 #include "common/build_info.h"
+#include "common/files.h"
 #include "common/outcome.h"
 #include "driver/commands.h"
 #include "driver/launcher.h"
@@ -55,18 +56,6 @@
 namespace pkb {
 
 namespace {
-
-void mkdirs(const std::string& path) {
-  std::string cur;
-  std::stringstream ss(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') cur = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    cur += part + "/";
-    mkdir(cur.c_str(), 0755);
-  }
-}
 
 void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text, true); }
 
@@ -180,7 +169,7 @@ struct TrajectoryFiles {
 // record, so --resume rebuilds it (NOTE [agent resume]).
 void record_step(TrajectoryFiles& t, int step, const Json& r, const std::string& cand) {
   const std::string sdir = t.step_dir(step);
-  mkdirs(sdir);
+  make_dirs(sdir);
   const Json v = make_verdict(r);
   t.prev_verdict = sdir + "/verdict.txt";
   t.prev_verdict_json = sdir + "/verdict.json";
@@ -286,7 +275,7 @@ int cmd_agent(const AgentOptions& o) {
               "' exists and is not empty (--dir names another; --resume continues its run)");
   }
   JsonlWriter writer(o.run.out, /*append=*/o.resume);
-  mkdirs(dir);
+  make_dirs(dir);
   // The task describes the machine the candidate runs on; CPU mode has no
   // NVLink to describe, so it shows the published machine.
   const Topology prompt_topo =
@@ -310,7 +299,7 @@ int cmd_agent(const AgentOptions& o) {
     const std::string task = prompt_text(p, prompt_topo) + session_text(o, s, cand_name);
     for (int sample = 0; sample < o.samples; ++sample) {
       const std::string tdir = dir + "/" + p.folder_name() + "/sample_" + std::to_string(sample);
-      mkdirs(tdir);
+      make_dirs(tdir);
       write_text(tdir + "/task.md", task);
       TrajectoryFiles t(tdir, p.folder_name(), sample);
       bool solved = false;
@@ -364,7 +353,7 @@ int cmd_agent(const AgentOptions& o) {
           std::fprintf(stderr, "%s #%d: step %d was in flight when the run stopped; its folder is now %s\n",
                        p.folder_name().c_str(), sample, step, aside.c_str());
         }
-        mkdirs(sdir);
+        make_dirs(sdir);
         std::map<std::string, std::string> env = {
             {"PKB_TASK", tdir + "/task.md"},
             {"PKB_VERDICT", t.prev_verdict},

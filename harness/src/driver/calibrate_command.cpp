@@ -10,6 +10,7 @@
 
 #include "common/build_info.h"
 #include "common/calibration.h"
+#include "common/files.h"
 #include "common/outcome.h"
 #include "common/topology_detect.h"
 #include "driver/commands.h"
@@ -107,7 +108,7 @@ int cmd_calibrate(const CalibrateOptions& o) {
   if (m.ok && !worker_gpu.empty() && worker_gpu != in.gpu) p["gpu_name_note"] = "CUDA names the GPU '" + worker_gpu + "'";
 
   Json t = make_calibrated_topology(in);
-  write_new_file(path, t.dump(2) + "\n", o.force);
+  write_file_atomic(path, t.dump(2) + "\n", o.force);
   load_calibrated(path, sources);  // what pkb run --calibrated will read
   std::printf("pkb calibrate: %dx %s calibrated in %.1f s; datasheet: %s\n", n, in.gpu.c_str(), res.wall_s,
               in.datasheet.found ? (in.datasheet.name + (in.datasheet.exact ? "" : " (same GPU, other count)")).c_str()

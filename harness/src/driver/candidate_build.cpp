@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/files.h"
 #include "driver/candidate_pch.h"
 #include "driver/response_extract.h"
 #include "pkb/check.h"
@@ -49,18 +50,6 @@ std::string content_hash(const std::string& s) {
   std::ostringstream os;
   os << std::hex << std::setw(16) << std::setfill('0') << h;
   return os.str();
-}
-
-void mkdirs(const std::string& path) {
-  std::string cur;
-  std::stringstream ss(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') cur = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    cur += part + "/";
-    mkdir(cur.c_str(), 0755);
-  }
 }
 
 std::string ends_with_ext(const std::string& p) {
@@ -401,7 +390,7 @@ BuildResult build_candidate(const std::string& source, const std::string& device
     res.log = trim_log(hit->log);
     return res;
   }
-  mkdirs(dir);
+  make_dirs(dir);
   // Compile from a copy in the cache so the diagnostics name a stable file.
   // Written aside and renamed, so that another process's compiler reading it
   // meanwhile never sees it truncated.
@@ -417,7 +406,7 @@ BuildResult build_candidate(const std::string& source, const std::string& device
   // Built in a folder of this process's own, then renamed to its manifest's.
   const std::string work = dir + "/build." + std::to_string(getpid());
   run_command("rm -rf " + shell_quote(work), nullptr);
-  mkdirs(work);
+  make_dirs(work);
   const std::string tmp_so = work + "/candidate.so", depfile = work + "/deps.d";
   std::string pch;
   if (!use_nvcc) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/build_info.h"
+#include "common/files.h"
 #include "common/memory_record.h"
 #include "driver/launcher.h"
 #include "driver/memory_cgroup.h"

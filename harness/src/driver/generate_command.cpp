@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "common/build_info.h"
+#include "common/files.h"
 #include "common/outcome.h"
 #include "common/results.h"
 #include "common/sha256.h"

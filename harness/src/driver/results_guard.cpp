@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/files.h"
+
 namespace pkb {
 
 namespace {

@@ -14,6 +14,7 @@
 
 #include "common/build_info.h"
 #include "common/calibration.h"
+#include "common/files.h"
 #include "common/memory_record.h"
 #include "common/outcome.h"
 #include "common/results.h"

@@ -6,6 +6,7 @@
 
 #include <pkb/check.h>
 
+#include "common/files.h"
 #include "common/outcome.h"
 #include "common/results.h"
 #include "driver/commands.h"

@@ -2,7 +2,8 @@
 
 #include <map>
 
-#include <pkb/check.h>
+#include "common/files.h"
+#include "pkb/check.h"
 
 namespace pkb {
 

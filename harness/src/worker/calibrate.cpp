@@ -28,6 +28,7 @@
 #include "common/error_text.h"
 #include "common/calibration.h"
 #include "common/exit_codes.h"
+#include "common/files.h"
 #include "common/outcome.h"
 #include "pkb/check.h"
 #include "worker/worker.h"

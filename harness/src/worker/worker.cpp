@@ -24,6 +24,7 @@
 
 #include "common/error_text.h"
 #include "common/exit_codes.h"
+#include "common/files.h"
 #include "common/golden_fixture.h"
 #include "common/outcome.h"
 #include "common/plugin_loader.h"

@@ -1,0 +1,52 @@
+#include "common/files.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "pkb/check.h"
+
+namespace pkb {
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+void make_dirs(const std::string& path) {
+  std::string cur = !path.empty() && path[0] == '/' ? "/" : "";
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '/')) {
+    if (part.empty()) continue;
+    cur += part + "/";
+    mkdir(cur.c_str(), 0755);
+  }
+}
+
+void write_file_atomic(const std::string& path, const std::string& text, bool overwrite) {
+  PKB_CHECK(overwrite || !file_exists(path), "refusing to overwrite existing file '", path, "'");
+  // Unique per write: two threads of one process may write at once.
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(serial++);
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    PKB_CHECK(f.good(), "cannot write '", tmp, "'");
+    f << text;
+    f.flush();
+    PKB_CHECK(f.good(), "write to '", tmp, "' failed");
+  }
+  const int rc = overwrite ? rename(tmp.c_str(), path.c_str()) : link(tmp.c_str(), path.c_str());
+  const int err = errno;
+  if (rc != 0 || !overwrite) unlink(tmp.c_str());
+  PKB_CHECK(rc == 0 || err != EEXIST, "refusing to overwrite existing file '", path, "'");
+  PKB_CHECK(rc == 0, overwrite ? "rename to '" : "link to '", path, "': ", strerror(err));
+}
+
+}  // namespace pkb

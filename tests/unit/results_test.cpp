@@ -114,8 +114,17 @@ TEST(Files, RacingWritersOfANewFileHaveOneWinner) {
 
 TEST(Files, MakeDirsCreatesEveryLevelAndKeepsWhatIsThere) {
   std::string d = temp_path("dirs/a/b/c");
+  EXPECT_FALSE(is_directory(d));
+  EXPECT_FALSE(is_empty_directory(d));
   make_dirs(d);
+  EXPECT_TRUE(is_directory(d));
+  EXPECT_TRUE(is_empty_directory(d));
+  EXPECT_FALSE(is_regular_file(d));
   write_file_atomic(d + "/f", "x", false);
+  EXPECT_FALSE(is_empty_directory(d));
+  EXPECT_TRUE(is_regular_file(d + "/f"));
+  EXPECT_FALSE(is_directory(d + "/f"));
+  EXPECT_FALSE(is_empty_directory(d + "/f"));
   make_dirs(temp_path("dirs/a"));
   EXPECT_EQ(read_all(d + "/f"), "x");
   unlink((d + "/f").c_str());

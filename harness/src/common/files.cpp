@@ -1,5 +1,6 @@
 #include "common/files.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,25 @@ namespace pkb {
 bool file_exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_empty_directory(const std::string& path) {
+  DIR* d = opendir(path.c_str());
+  if (!d) return false;
+  bool empty = true;
+  while (dirent* e = readdir(d)) empty = empty && (std::string(e->d_name) == "." || std::string(e->d_name) == "..");
+  closedir(d);
+  return empty;
 }
 
 void make_dirs(const std::string& path) {

@@ -7,6 +7,10 @@
 namespace pkb {
 
 bool file_exists(const std::string& path);
+bool is_regular_file(const std::string& path);
+bool is_directory(const std::string& path);
+// A directory holding nothing (false when `path` is absent or not a directory).
+bool is_empty_directory(const std::string& path);
 
 // mkdir -p (0755); what already exists is left as it is. Errors surface at the
 // first write into the folder, which names the path.

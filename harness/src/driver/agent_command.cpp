@@ -64,23 +64,6 @@ void append_text(const std::string& path, const std::string& text) {
   f << text;
 }
 
-bool is_regular(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_empty_or_absent_dir(const std::string& p) {
-  struct stat st;
-  if (stat(p.c_str(), &st) != 0) return true;
-  if (!S_ISDIR(st.st_mode)) return false;
-  DIR* d = opendir(p.c_str());
-  if (!d) return false;
-  bool empty = true;
-  while (dirent* e = readdir(d)) empty &= std::string(e->d_name) == "." || std::string(e->d_name) == "..";
-  closedir(d);
-  return empty;
-}
-
 // "python3 my_agent.py --model x" -> "my_agent": the default run name.
 std::string agent_name(const std::string& cmd) {
   std::istringstream in(cmd);
@@ -271,7 +254,7 @@ int cmd_agent(const AgentOptions& o) {
               s.device, ", world size ", s.world, " (give that run's --name, --device and --nproc)");
     end_with_newline(o.run.out);
   } else {
-    PKB_CHECK(is_empty_or_absent_dir(dir), "attempt folder '", dir,
+    PKB_CHECK(!file_exists(dir) || is_empty_directory(dir), "attempt folder '", dir,
               "' exists and is not empty (--dir names another; --resume continues its run)");
   }
   JsonlWriter writer(o.run.out, /*append=*/o.resume);
@@ -375,7 +358,7 @@ int cmd_agent(const AgentOptions& o) {
         AgentRun a = run_agent(o.agent, sdir, env, o.agent_timeout_s);
         std::string cand;
         for (const std::string& c : {sdir + "/" + cand_name, sdir + "/response.md"})
-          if (cand.empty() && is_regular(c)) cand = c;
+          if (cand.empty() && is_regular_file(c)) cand = c;
         PlanItem item = plan_item(p, cand, sample, s.device, s.world);
         std::string agent_failure;
         if (a.timed_out)

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/files.h"
 #include "driver/candidate_build.h"
 
 namespace pkb {
@@ -20,11 +21,6 @@ namespace pkb {
 const char* precompiled_header_source() { return "#include <pkb/solution.h>\n"; }
 
 namespace {
-
-bool is_file(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 // Headers unused (mtime: their last use) for kPchKeepDays, other than `keep`.
 void prune_unused(const std::string& cache, const std::string& keep) {
@@ -56,7 +52,7 @@ bool build_header(const std::string& compiler, const std::string& flags, const s
   const int lock = open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0) return false;
   flock(lock, LOCK_EX);
-  bool ok = is_file(gch);
+  bool ok = is_regular_file(gch);
   if (!ok) {
     {
       std::ofstream h(header);

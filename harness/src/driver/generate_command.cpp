@@ -95,20 +95,6 @@ class StopSignals {
   struct sigaction old_int_ {}, old_term_ {};
 };
 
-bool is_regular(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_empty_dir(const std::string& p) {
-  DIR* d = opendir(p.c_str());
-  if (!d) return false;
-  bool empty = true;
-  while (dirent* e = readdir(d)) empty &= std::string(e->d_name) == "." || std::string(e->d_name) == "..";
-  closedir(d);
-  return empty;
-}
-
 std::string cpu_mode_note() {
   return "\n## CPU mode\n\n"
          "This candidate runs in pkb's CPU mode: write a C++ file (no CUDA, no device code) using the same "
@@ -185,8 +171,8 @@ bool sample_written(const Json* e, const std::string& dir) {
   const std::string st = text_field(*e, "status"), resp = text_field(*e, "response"),
                     cand = text_field(*e, "candidate");
   if (st != "code" && st != "no_code") return false;
-  if (resp.empty() || !is_regular(dir + "/" + resp)) return false;
-  return st == "no_code" || (!cand.empty() && is_regular(dir + "/" + cand));
+  if (resp.empty() || !is_regular_file(dir + "/" + resp)) return false;
+  return st == "no_code" || (!cand.empty() && is_regular_file(dir + "/" + cand));
 }
 
 // Counters and the progress line, under the writer's lock.
@@ -228,13 +214,13 @@ int cmd_generate(const GenerateOptions& o) {
   const bool dir_exists = stat(dir.c_str(), &st) == 0;
   PKB_CHECK(!dir_exists || S_ISDIR(st.st_mode), "--out '", dir, "' exists and is not a folder");
   const std::string manifest_path = dir + "/manifest.json";
-  const bool have_manifest = is_regular(manifest_path);
+  const bool have_manifest = is_regular_file(manifest_path);
   if (!o.resume) {
     PKB_CHECK(!have_manifest, "'", dir, "' already holds a generation (", manifest_path,
               "); --resume requests only the samples it lacks, or choose another --out");
-    PKB_CHECK(!dir_exists || is_empty_dir(dir), "--out '", dir, "' exists and is not empty");
+    PKB_CHECK(!dir_exists || is_empty_directory(dir), "--out '", dir, "' exists and is not empty");
   } else {
-    PKB_CHECK(have_manifest || !dir_exists || is_empty_dir(dir), "--resume: '", dir,
+    PKB_CHECK(have_manifest || !dir_exists || is_empty_directory(dir), "--resume: '", dir,
               "' has no manifest.json (it is not a pkb generate folder)");
   }
   PKB_CHECK(mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST, "cannot make --out '", dir, "': ", strerror(errno));
@@ -335,7 +321,7 @@ int cmd_generate(const GenerateOptions& o) {
     if (status != "failed") {
       mkdir((dir + "/" + job.problem->folder_name()).c_str(), 0755);
       const std::string resp = dir + "/" + resp_rel, cand = dir + "/" + cand_rel;
-      if (is_regular(resp) || is_regular(cand))
+      if (is_regular_file(resp) || is_regular_file(cand))
         std::fprintf(stderr, "note: replacing the unrecorded files of %s (NOTE [generate resume])\n",
                      job.stem.c_str());
       // A stale candidate of this sample must not outlive a reply without code.

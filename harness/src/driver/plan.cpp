@@ -6,19 +6,11 @@
 #include <algorithm>
 #include <map>
 
+#include "common/files.h"
+
 namespace pkb {
 
 namespace {
-
-bool is_file(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool is_dir(const std::string& p) {
-  struct stat st;
-  return stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // In order of preference when a sample exists under several names; .md and
 // .txt are raw model responses (see response_extract.h).
@@ -35,10 +27,10 @@ std::vector<std::pair<int, std::string>> find_candidates(const std::string& dir,
   std::vector<std::string> stems = {p.folder_name(), std::to_string(p.spec.id) + "_" + p.spec.slug};
   for (const auto& stem : stems) {
     for (const auto& ext : extensions(device)) {
-      if (!found.count(0) && is_file(dir + "/" + stem + ext)) found[0] = dir + "/" + stem + ext;
+      if (!found.count(0) && is_regular_file(dir + "/" + stem + ext)) found[0] = dir + "/" + stem + ext;
     }
     std::string sub = dir + "/" + stem;
-    if (!is_dir(sub)) continue;
+    if (!is_directory(sub)) continue;
     DIR* d = opendir(sub.c_str());
     if (!d) continue;
     while (dirent* e = readdir(d)) {

@@ -40,12 +40,15 @@ std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef shape) {
 // Fills d's value fields (mismatches, errors, first bad element).
 // NOTE [one readback]: the scalars of a comparison (the count, the two
 // maxima and whether they exist) are stacked where the outputs are and
-// copied back once, where it took six .item() calls (each a synchronizing
-// copy through torch's pinned host allocator, which Gloo's collectives on
-// CUDA tensors use too) and two masked_select (each a nonzero: one more
-// sync). Why: issue 21 bisected the Gloo calls of 15's trials at W = 2
-// sharing a GPU, ~25 ms instead of ~1 ms, to the device comparison
-// (3ed4415); whether this removes them was not yet measured.
+// copied back once, where it took six .item() calls and two masked_select
+// (each a nonzero: one more synchronization) per output. Same verdicts,
+// counts and errors (Compare.ErrorsAreTheMaximaOverTheFiniteElements, on the
+// host and on a GPU). It is not what slows the Gloo all_gather in problem
+// 15's trials at W = 2 sharing a GPU since the comparison moved to the device
+// (issue 21; H100, 2026-12-07, 15 with --solutions reference, two runs each:
+// median of trial calls 1-12 22-40 ms with one readback, 27-38 ms with the
+// six .item(), 2-4 ms comparing on the host; the timed calls after the
+// trials 1-4 ms with all three). That cause is still open.
 void compare_values(const at::Tensor& r, const at::Tensor& g, const Tolerance& tol, bool host, OutputDiff* d) {
   at::Tensor rf = as_float(r, host), gf = as_float(g, host);
   if (rf.numel() == 0) return;

@@ -569,6 +569,13 @@ void ContestantSide::settle() {
   if (!w.quiet) acc_.left_busy = true;
 }
 
+// What the settles saw (a device left busy) stays: that verdict is taken.
+void ContestantSide::open_account() {
+  acc_.wall_us = 0;
+  acc_.calls = 0;
+  acc_.requests = 0;
+}
+
 Outputs ContestantSide::last_outputs() {
   return timed(0, [&] { return c_.last_outputs(); });
 }

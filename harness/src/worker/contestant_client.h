@@ -149,6 +149,7 @@ class ContestantSide final : public TimedSide {
   // is waited for, in its account.
   void settle() override;
   const RefereeAccount* account() const override { return &acc_; }
+  void open_account() override;
 
  private:
   // Times one request into the account.

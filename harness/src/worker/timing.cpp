@@ -406,6 +406,7 @@ TimingResult time_alternating(RankPeers& peers, const Inputs& inputs, TimedSide&
       peers.store_barrier(std::string("timing/warm_") + (s == &cand ? "c" : "r"));
       s->warm(opts.warmup);
     });
+  cand.open_account();  // NOTE [timing protocol], step 5
   const int rounds = std::min(opts.rounds, opts.iters);
   const int segment_calls = (opts.iters + rounds - 1) / rounds;
   Tally c, r;

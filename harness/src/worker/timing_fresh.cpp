@@ -165,6 +165,7 @@ FreshResult time_fresh(RankPeers& peers, const Inputs& inputs, TimedSide& cand, 
     c.warm_done = r.warm_done = stable || spent;
     account("agreement", [&] { agree(peers, "timing/warm" + std::to_string(b) + "/done", &c.warm_done, &r.warm_done); });
   }
+  cand.open_account();  // NOTE [timing protocol], step 5
 
   // Step 2 of NOTE [timing protocol]: priming, on new contents, keeping
   // outputs as timed segments do (their first copies allocate here).

@@ -2,7 +2,6 @@
 #include "common/calibration.h"
 
 #include <dirent.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>

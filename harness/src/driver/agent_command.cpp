@@ -30,7 +30,6 @@
 // its files is taken for the new step's candidate, and the step runs again
 // from its agent command. A file of another run (its records name another
 // --name, device or world size) is refused, as is a change of --until-fast.
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

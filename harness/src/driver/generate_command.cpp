@@ -28,7 +28,6 @@
 // Ctrl-C (SIGINT) or SIGTERM: no new request starts, those in flight are
 // abandoned (nothing of them is written), the manifest is complete for what
 // was written, and pkb then dies of the signal; a second Ctrl-C kills at once.
-#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>

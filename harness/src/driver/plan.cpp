@@ -1,7 +1,6 @@
 #include "driver/plan.h"
 
 #include <dirent.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>

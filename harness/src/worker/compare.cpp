@@ -1,5 +1,7 @@
 #include "worker/compare.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 namespace pkb {
@@ -14,14 +16,26 @@ std::string shape_str(at::IntArrayRef s) {
   return os.str();
 }
 
-// NOTE [comparison where the outputs are]: the values are compared in
-// float32 on the device that holds both outputs, not copied to the host
-// first. The verdict, the counts and the errors are the same (the same
-// elementwise float32 operations, each rounded alike; exact reductions:
-// counts, max); the time is not: on an H200 machine comparing 1M bf16
-// elements on the host took ~25 ms, so the checked timed calls of the fresh
-// timing (NOTE [fresh inputs], step 2) took 22.7 of the 23.3 s of problem
-// 1's timing at W = 1. A device out of memory falls back to the host.
+// NOTE [comparison where the outputs are]: the timing's checked calls (NOTE
+// [fresh inputs], step 2: hundreds per evaluation) compare on the device
+// that holds both outputs (CompareOn::kDevice): on an H200 machine comparing
+// 1M bf16 elements on the host with torch's elementwise ops took ~25 ms, so
+// those checks took 22.7 of the 23.3 s of problem 1's timing at W = 1. The
+// few comparisons around them (the trials, the refreshes, the recheck,
+// golden replay) run on the host in one pass (kHost), so that nothing of
+// the comparison runs on the device between the candidate's calls and the
+// reference's: with device comparisons there, the Gloo all_gather of problem
+// 15's reference in the trials at W = 2 sharing an H100 took a median 22-40
+// ms a call, against 2-4 ms comparing on the host and 1-4 ms in the timed
+// calls either way (issue 21, 2026-12-07; the cause is open). The one pass
+// replaced the elementwise ops on the host, which made some twenty
+// temporaries of the outputs' size: 10M elements took 0.7-1.1 s with them
+// and 38-41 ms in one pass in float32, 66-108 ms from bf16 (its conversion
+// included; one core, 2026-12-07). Both compute each element's terms in
+// float32, rounded as torch rounds them (Tolerance's atol and rtol as
+// float32), and reduce exactly (counts, maxima): the same verdict, counts and
+// errors (Compare.HostPassAndTensorOpsAgree). A device out of memory falls
+// back to the host.
 at::Tensor as_float(const at::Tensor& t, bool host) {
   at::Tensor c = host ? t.detach().cpu() : t.detach();
   if (c.is_complex()) c = at::view_as_real(c);
@@ -37,19 +51,55 @@ std::vector<int64_t> unravel(int64_t flat, at::IntArrayRef shape) {
   return idx;
 }
 
-// Fills d's value fields (mismatches, errors, first bad element).
+}  // namespace
+
+void compare_values_host(const at::Tensor& r, const at::Tensor& g, const Tolerance& tol, OutputDiff* d) {
+  at::Tensor rf = as_float(r, true), gf = as_float(g, true);
+  const int64_t n = rf.numel();
+  const float* rp = rf.data_ptr<float>();
+  const float* gp = gf.data_ptr<float>();
+  const float atol = static_cast<float>(tol.atol), rtol = static_cast<float>(tol.rtol);
+  int64_t bad = 0, first_bad = -1;
+  float max_abs = 0, max_rel = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = rp[i], b = gp[i];
+    const float diff = std::fabs(b - a);
+    const bool finite = std::isfinite(a) && std::isfinite(b);
+    // Two roundings, as torch's mul then add: compare.cpp is built with
+    // -ffp-contract=off (harness/CMakeLists.txt), so no fma fuses them.
+    const float scaled = rtol * std::fabs(a);
+    const float bound = atol + scaled;
+    const bool ok = b == a || (std::isnan(a) && std::isnan(b)) || (finite && diff <= bound);
+    if (!ok) {
+      if (first_bad < 0) first_bad = i;
+      ++bad;
+    }
+    // Over the finite (nonzero-reference) elements, as the device's maxima
+    // with 0 in the others' place (every candidate value is >= 0).
+    if (finite) {
+      max_abs = std::max(max_abs, diff);
+      if (a != 0) max_rel = std::max(max_rel, diff / std::fabs(a));
+    }
+  }
+  d->mismatches = bad;
+  d->max_abs_err = max_abs;
+  d->max_rel_err = max_rel;
+  if (first_bad >= 0) {
+    d->first_bad_index = unravel(first_bad, rf.sizes());
+    d->first_bad_ref = rp[first_bad];
+    d->first_bad_got = gp[first_bad];
+  }
+}
+
 // NOTE [one readback]: the scalars of a comparison (the count, the two
 // maxima and whether they exist) are stacked where the outputs are and
 // copied back once, where it took six .item() calls and two masked_select
 // (each a nonzero: one more synchronization) per output. Same verdicts,
 // counts and errors (Compare.ErrorsAreTheMaximaOverTheFiniteElements, on the
-// host and on a GPU). It is not what slows the Gloo all_gather in problem
-// 15's trials at W = 2 sharing a GPU since the comparison moved to the device
-// (issue 21; H100, 2026-12-07, 15 with --solutions reference, two runs each:
-// median of trial calls 1-12 22-40 ms with one readback, 27-38 ms with the
-// six .item(), 2-4 ms comparing on the host; the timed calls after the
-// trials 1-4 ms with all three). That cause is still open.
-void compare_values(const at::Tensor& r, const at::Tensor& g, const Tolerance& tol, bool host, OutputDiff* d) {
+// host and on a GPU). It was not what slowed problem 15's trials (NOTE
+// [comparison where the outputs are]): the six .item() measured alike.
+void compare_values_tensor_ops(const at::Tensor& r, const at::Tensor& g, const Tolerance& tol, OutputDiff* d) {
+  const bool host = !r.is_cuda() || r.device() != g.device();
   at::Tensor rf = as_float(r, host), gf = as_float(g, host);
   if (rf.numel() == 0) return;
   at::Tensor diff = (gf - rf).abs();
@@ -78,10 +128,8 @@ void compare_values(const at::Tensor& r, const at::Tensor& g, const Tolerance& t
   }
 }
 
-}  // namespace
-
 CompareResult compare_outputs(const Outputs& ref, const Outputs& got, const Tolerance& tol,
-                              const std::vector<bool>& checked) {
+                              const std::vector<bool>& checked, CompareOn on) {
   CompareResult res;
   if (ref.size() != got.size()) {
     res.outcome = Outcome::kShapeMismatch;
@@ -117,12 +165,14 @@ CompareResult compare_outputs(const Outputs& ref, const Outputs& got, const Tole
       res.outputs.push_back(d);
       continue;
     }
-    const bool host = !r.is_cuda() || r.device() != g.device();
-    try {
-      compare_values(r, g, tol, host, &d);
-    } catch (const c10::OutOfMemoryError&) {
-      if (host) throw;
-      compare_values(r, g, tol, true, &d);
+    if (on == CompareOn::kHost) {
+      compare_values_host(r, g, tol, &d);
+    } else {
+      try {
+        compare_values_tensor_ops(r, g, tol, &d);
+      } catch (const c10::OutOfMemoryError&) {
+        compare_values_host(r, g, tol, &d);
+      }
     }
     if (d.mismatches > 0) {
       res.outcome = first_of(res.outcome, Outcome::kOutputMismatch);

@@ -35,10 +35,22 @@ struct CompareResult {
   std::vector<OutputDiff> outputs;
 };
 
+// Where the values are compared (NOTE [comparison where the outputs are]):
+// kHost, one pass over both outputs on the host; kDevice, torch's elementwise
+// ops on the device that holds both (the host when they are on the host or on
+// different devices). The verdict, the counts and the errors are the same.
+enum class CompareOn { kHost, kDevice };
+
 // `checked[i]` false: output i's values are not compared (see
 // Problem::values_checked); empty means all are.
 CompareResult compare_outputs(const Outputs& ref, const Outputs& got, const Tolerance& tol,
-                              const std::vector<bool>& checked = {});
+                              const std::vector<bool>& checked = {}, CompareOn on = CompareOn::kHost);
 Json to_json(const CompareResult& c);
+
+// The two ways of comparing one output's values (same shape and dtype), which
+// fill `d`'s value fields (mismatches, errors, first bad element) alike
+// (Compare.HostPassAndTensorOpsAgree): exposed for that test.
+void compare_values_host(const at::Tensor& ref, const at::Tensor& got, const Tolerance& tol, OutputDiff* d);
+void compare_values_tensor_ops(const at::Tensor& ref, const at::Tensor& got, const Tolerance& tol, OutputDiff* d);
 
 }  // namespace pkb

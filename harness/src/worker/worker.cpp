@@ -613,7 +613,8 @@ class RankRun {
       return draw_contents(ts, inputs);
     };
     CheckFn check = [&](const Outputs& want, const Outputs& got) {
-      return compare_outputs(want, got, tol_, checked_outputs(want.size()));
+      // The other comparisons run on the host (NOTE [comparison where the outputs are]).
+      return compare_outputs(want, got, tol_, checked_outputs(want.size()), CompareOn::kDevice);
     };
     ContestantSide* remote = nullptr;
     std::unique_ptr<TimedSide> cand = candidate_side(&remote);

@@ -165,7 +165,7 @@ CompareResult compare_outputs(const Outputs& ref, const Outputs& got, const Tole
       res.outputs.push_back(d);
       continue;
     }
-    if (on == CompareOn::kHost) {
+    if (on == CompareOn::kHost || !r.is_cuda() || r.device() != g.device()) {
       compare_values_host(r, g, tol, &d);
     } else {
       try {

@@ -37,8 +37,8 @@ struct CompareResult {
 
 // Where the values are compared (NOTE [comparison where the outputs are]):
 // kHost, one pass over both outputs on the host; kDevice, torch's elementwise
-// ops on the device that holds both (the host when they are on the host or on
-// different devices). The verdict, the counts and the errors are the same.
+// ops on the GPU that holds both (else the host's pass). The verdict, the
+// counts and the errors are the same.
 enum class CompareOn { kHost, kDevice };
 
 // `checked[i]` false: output i's values are not compared (see

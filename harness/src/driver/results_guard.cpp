@@ -56,12 +56,9 @@ bool ResultsGuard::check_and_repair(std::unique_ptr<JsonlWriter>& writer) {
               st.st_ctim.tv_sec == ctime_s_ && st.st_ctim.tv_nsec == ctime_ns_;
   if (same) return true;
   writer.reset();
-  std::string tmp = path_ + ".repair." + std::to_string(getpid());
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    o << content_;
-  }
-  rename(tmp.c_str(), path_.c_str());
+  // A restore that fails throws (and ends the run, naming the path): records
+  // appended to a file pkb could not put back would be claimed as its own.
+  write_file_atomic(path_, content_, true);
   writer = std::make_unique<JsonlWriter>(path_, true);
   remember();
   return false;

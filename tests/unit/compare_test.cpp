@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "worker/compare.h"
 
@@ -11,6 +12,16 @@ namespace {
 const Tolerance kTol;  // 1e-2 / 1e-2
 
 bool same_value(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+// The value fields of two comparisons of one output (NaN equals NaN).
+void expect_same_values(const OutputDiff& a, const OutputDiff& b, const std::string& where) {
+  EXPECT_EQ(a.mismatches, b.mismatches) << where;
+  EXPECT_TRUE(same_value(a.max_abs_err, b.max_abs_err)) << where;
+  EXPECT_TRUE(same_value(a.max_rel_err, b.max_rel_err)) << where;
+  EXPECT_EQ(a.first_bad_index, b.first_bad_index) << where;
+  EXPECT_TRUE(same_value(a.first_bad_ref, b.first_bad_ref)) << where;
+  EXPECT_TRUE(same_value(a.first_bad_got, b.first_bad_got)) << where;
+}
 
 // The comparison's record, with each output's values compared both ways
 // (the host's pass and torch's ops, here on the host) to the same answers.
@@ -22,12 +33,7 @@ CompareResult compare_both(const Outputs& ref, const Outputs& got, const Toleran
     if (!d.values_checked || !g.defined() || r.sizes() != g.sizes() || r.scalar_type() != g.scalar_type()) continue;
     OutputDiff ops;
     compare_values_tensor_ops(r, g, tol, &ops);
-    EXPECT_EQ(d.mismatches, ops.mismatches) << d.index;
-    EXPECT_TRUE(same_value(d.max_abs_err, ops.max_abs_err)) << d.index;
-    EXPECT_TRUE(same_value(d.max_rel_err, ops.max_rel_err)) << d.index;
-    EXPECT_EQ(d.first_bad_index, ops.first_bad_index) << d.index;
-    EXPECT_TRUE(same_value(d.first_bad_ref, ops.first_bad_ref)) << d.index;
-    EXPECT_TRUE(same_value(d.first_bad_got, ops.first_bad_got)) << d.index;
+    expect_same_values(d, ops, "output " + std::to_string(d.index));
   }
   return res;
 }
@@ -193,12 +199,7 @@ TEST(Compare, HostPassAndTensorOpsAgree) {
         compare_values_tensor_ops(ref.to(d), got.to(d), tol, &ops);
         const std::string where = std::string(c10::toString(dt)) + " atol " + std::to_string(tol.atol) + " rtol " +
                                   std::to_string(tol.rtol) + " on " + d.str();
-        EXPECT_EQ(host.mismatches, ops.mismatches) << where;
-        EXPECT_EQ(host.max_abs_err, ops.max_abs_err) << where;
-        EXPECT_EQ(host.max_rel_err, ops.max_rel_err) << where;
-        EXPECT_EQ(host.first_bad_index, ops.first_bad_index) << where;
-        EXPECT_TRUE(same_value(host.first_bad_ref, ops.first_bad_ref)) << where;
-        EXPECT_TRUE(same_value(host.first_bad_got, ops.first_bad_got)) << where;
+        expect_same_values(host, ops, where);
       }
     }
   }

@@ -205,5 +205,14 @@ TEST(Compare, HostPassAndTensorOpsAgree) {
   }
 }
 
+// Torch's ops compute where the outputs are; outputs on two devices are the
+// caller's error (compare_outputs takes the host's pass then), never a
+// silent copy.
+TEST(Compare, TensorOpsNeedBothOutputsOnOneDevice) {
+  at::Tensor a = at::ones({4});
+  OutputDiff d;
+  EXPECT_THROW(compare_values_tensor_ops(a, a.to(at::kMeta), kTol, &d), Error);
+}
+
 }  // namespace
 }  // namespace pkb

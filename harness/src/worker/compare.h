@@ -49,7 +49,8 @@ Json to_json(const CompareResult& c);
 
 // The two ways of comparing one output's values (same shape and dtype), which
 // fill `d`'s value fields (mismatches, errors, first bad element) alike
-// (Compare.HostPassAndTensorOpsAgree): exposed for that test.
+// (Compare.HostPassAndTensorOpsAgree): exposed for that test. The second
+// computes where the outputs are, both on the host or both on one GPU.
 void compare_values_host(const at::Tensor& ref, const at::Tensor& got, const Tolerance& tol, OutputDiff* d);
 void compare_values_tensor_ops(const at::Tensor& ref, const at::Tensor& got, const Tolerance& tol, OutputDiff* d);
 

@@ -29,7 +29,11 @@ std::string shape_str(at::IntArrayRef s) {
 // reference's: with device comparisons there, the Gloo all_gather of problem
 // 15's reference in the trials at W = 2 sharing an H100 took a median 22-40
 // ms a call, against 2-4 ms comparing on the host and 1-4 ms in the timed
-// calls either way (issue 21, 2026-12-07; the cause is open). The one pass
+// calls either way (issue 21, 2026-12-07; why device work there slows Gloo
+// is open). With this split 15's evaluation at W = 2 sharing an H100 took
+// 3.65 s against 3.53 s before the referee/contestant split (07e39b7, medians
+// of 6 alternated runs; it was +19 % comparing on the device), its trials
+// 0.73 s a rank (0.80 s), 2026-12-07. The one pass
 // replaced the elementwise ops on the host, which made some twenty
 // temporaries of the outputs' size: 10M elements took 0.7-1.1 s with them
 // and 38-41 ms in one pass in float32, 66-108 ms from bf16 (its conversion

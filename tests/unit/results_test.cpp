@@ -130,5 +130,25 @@ TEST(Files, MakeDirsCreatesEveryLevelAndKeepsWhatIsThere) {
   unlink((d + "/f").c_str());
 }
 
+// Whole bytes (a NUL and no trailing newline included); a file that cannot
+// be opened is nullopt, or for read_file an error that names it.
+TEST(Files, ReadsWholeFilesAndNamesOneItCannotOpen) {
+  const std::string p = temp_path("read.bin");
+  unlink(p.c_str());
+  EXPECT_FALSE(read_if_present(p).has_value());
+  try {
+    read_file(p);
+    ADD_FAILURE() << "read_file of a missing file returned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+  const std::string text("a\0b\nlast", 10);
+  write_file_atomic(p, text, false);
+  ASSERT_TRUE(read_if_present(p).has_value());
+  EXPECT_EQ(*read_if_present(p), text);
+  EXPECT_EQ(read_file(p), text);
+  unlink(p.c_str());
+}
+
 }  // namespace
 }  // namespace pkb

@@ -50,6 +50,20 @@ void make_dirs(const std::string& path) {
   }
 }
 
+std::optional<std::string> read_if_present(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f.good()) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string read_file(const std::string& path) {
+  std::optional<std::string> text = read_if_present(path);
+  PKB_CHECK(text.has_value(), "cannot read '", path, "'");
+  return *text;
+}
+
 void write_file_atomic(const std::string& path, const std::string& text, bool overwrite) {
   PKB_CHECK(overwrite || !file_exists(path), "refusing to overwrite existing file '", path, "'");
   // Unique per write: two threads of one process may write at once.

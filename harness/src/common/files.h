@@ -1,7 +1,8 @@
-// Files the driver and the workers write whole: created atomically, never
-// replaced by accident (NOTE [result files]).
+// Files the driver and the workers read and write whole: written atomically,
+// never replaced by accident (NOTE [result files]).
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace pkb {
@@ -15,6 +16,11 @@ bool is_empty_directory(const std::string& path);
 // mkdir -p (0755); what already exists is left as it is. Errors surface at the
 // first write into the folder, which names the path.
 void make_dirs(const std::string& path);
+
+// A file's bytes; nullopt when it cannot be opened.
+std::optional<std::string> read_if_present(const std::string& path);
+// The same, where a file that cannot be opened is an error naming the path.
+std::string read_file(const std::string& path);
 
 // Writes `text` to a temporary file beside `path`, then puts it in place:
 // renamed over `path` when `overwrite`, otherwise linked to it, so that of two

@@ -25,21 +25,6 @@ namespace pkb {
 
 namespace {
 
-// A file's bytes; nullopt when it cannot be opened.
-std::optional<std::string> read_if_present(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f.good()) return std::nullopt;
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string read_file(const std::string& path) {
-  std::optional<std::string> text = read_if_present(path);
-  PKB_CHECK(text.has_value(), "cannot read '", path, "'");
-  return *text;
-}
-
 // FNV-1a, 64 bit: a stable content key, not a security boundary.
 std::string content_hash(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -557,10 +542,7 @@ ImportCheck check_imports(const std::string& so_path) {
   }
   ImportCheck c = check_import_list(symbols, needed);
   if (!c.ok) return c;
-  std::ifstream f(so_path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return check_strings(ss.str());
+  return check_strings(read_if_present(so_path).value_or(""));
 }
 
 }  // namespace pkb

@@ -15,10 +15,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
+#include "common/files.h"
 #include "driver/zygote.h"
 #include "pkb/check.h"
 
@@ -223,11 +222,7 @@ std::string signal_name(int sig) {
 }
 
 std::string tail_of_file(const std::string& path, size_t max_bytes) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return "";
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string s = ss.str();
+  std::string s = read_if_present(path).value_or("");
   if (s.size() > max_bytes) s = "..." + s.substr(s.size() - max_bytes);
   return s;
 }

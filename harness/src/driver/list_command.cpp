@@ -1,12 +1,11 @@
 // `pkb list` and `pkb show ID`.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <map>
 #include <tuple>
 
 #include "common/build_info.h"
+#include "common/files.h"
 #include "common/memory_record.h"
 #include "common/outcome.h"
 #include "driver/commands.h"
@@ -73,11 +72,8 @@ int cmd_show(const std::string& which) {
                 p.folder_name().c_str(), s.title.c_str(), s.category.c_str(), s.origin.c_str(),
                 s.world_rule.c_str(), s.tolerance.atol, s.tolerance.rtol,
                 s.runs_on_cpu ? "yes" : ("no (" + s.cpu_skip_reason + ")").c_str(), p.lib_path.c_str());
-    std::ifstream f(p.source_dir + "/README.md");
-    if (f) {
-      std::stringstream ss;
-      ss << f.rdbuf();
-      std::printf("\n%s\n", ss.str().c_str());
+    if (std::optional<std::string> readme = read_if_present(p.source_dir + "/README.md")) {
+      std::printf("\n%s\n", readme->c_str());
     }
   }
   return kExitAllCorrect;

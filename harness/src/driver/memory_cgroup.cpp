@@ -7,21 +7,16 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "common/files.h"
 
 namespace pkb {
 
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return "";
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_text(const std::string& path) { return read_if_present(path).value_or(""); }
 
 bool write_text(const std::string& path, const std::string& text, std::string* why) {
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);

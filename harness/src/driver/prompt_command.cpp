@@ -4,12 +4,12 @@
 // headers and one worked example (a shipped symmetric-memory solution).
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/build_info.h"
+#include "common/files.h"
 #include "common/outcome.h"
 #include "common/topology_io.h"
 #include "driver/commands.h"
@@ -19,14 +19,6 @@
 namespace pkb {
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  PKB_CHECK(f.good(), "cannot read '", path, "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string fenced(const std::string& lang, const std::string& body) {
   return "```" + lang + "\n" + body + (body.empty() || body.back() == '\n' ? "" : "\n") + "```\n";
@@ -48,7 +40,7 @@ void add_blocks(const std::string& blocks_dir, const std::string& text, std::vec
     const std::string name = line.substr(kPrefix.size(), end - kPrefix.size());
     if (std::find(names->begin(), names->end(), name) != names->end()) continue;
     names->push_back(name);
-    texts->push_back(read_text(blocks_dir + "/" + name));
+    texts->push_back(read_file(blocks_dir + "/" + name));
     add_blocks(blocks_dir, texts->back(), names, texts);
   }
 }
@@ -57,7 +49,7 @@ void add_blocks(const std::string& blocks_dir, const std::string& text, std::vec
 
 std::string prompt_text(const ProblemInfo& p, const Topology& t) {
   const std::string src = source_dir();
-  const std::string reference = read_text(p.source_dir + "/problem.cpp");
+  const std::string reference = read_file(p.source_dir + "/problem.cpp");
   std::vector<std::string> block_names, block_texts;
   add_blocks(p.source_dir + "/../blocks", reference, &block_names, &block_texts);
   std::ostringstream out;
@@ -72,7 +64,7 @@ std::string prompt_text(const ProblemInfo& p, const Topology& t) {
          "`ctx.symmetric()` buffers (peer pointers, signal pads, barriers). A file that calls NCCL, c10d or MPI, "
          "or loads libraries at run time, is rejected. Do not modify the inputs: they are reused across calls.\n\n"
       << "## The problem\n\n"
-      << read_text(p.source_dir + "/README.md") << "\n"
+      << read_file(p.source_dir + "/README.md") << "\n"
       << "## The reference (C++; `comm` is the harness's torch.distributed-like facade over NCCL)\n\n"
       << fenced("cpp", reference) << "\n";
   if (!block_names.empty()) out << "The shared building blocks it includes (`problems/blocks/`):\n\n";
@@ -85,12 +77,12 @@ std::string prompt_text(const ProblemInfo& p, const Topology& t) {
       << "## The candidate ABI\n\n"
       << "Define `std::vector<at::Tensor> solve(pkb::Context&, const pkb::Inputs&)` and export it with "
          "`PKB_SOLUTION(solve)`. Headers you may include:\n\n"
-      << fenced("cpp", read_text(src + "/harness/include/pkb/solution.h")) << "\n"
-      << fenced("cpp", read_text(src + "/harness/include/pkb/context.h")) << "\n"
-      << fenced("cpp", read_text(src + "/harness/include/pkb/inputs.h")) << "\n"
-      << fenced("cuda", read_text(src + "/harness/include/pkb/device.cuh")) << "\n"
+      << fenced("cpp", read_file(src + "/harness/include/pkb/solution.h")) << "\n"
+      << fenced("cpp", read_file(src + "/harness/include/pkb/context.h")) << "\n"
+      << fenced("cpp", read_file(src + "/harness/include/pkb/inputs.h")) << "\n"
+      << fenced("cuda", read_file(src + "/harness/include/pkb/device.cuh")) << "\n"
       << "## A worked example (problem 01_allreduce)\n\n"
-      << fenced("cuda", read_text(src + "/solutions/01_allreduce.cu")) << "\n"
+      << fenced("cuda", read_file(src + "/solutions/01_allreduce.cu")) << "\n"
       << "## Your answer\n\n"
       << "Reply with the whole file in one fenced ```cuda block; if you write several, the last one is used.\n";
   return out.str();

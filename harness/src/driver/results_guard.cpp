@@ -4,8 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "common/files.h"
 
@@ -25,10 +23,7 @@ void on_interrupt(int sig) {
 }  // namespace
 
 ResultsGuard::ResultsGuard(const std::string& path, JsonlWriter*) : path_(path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  content_ = ss.str();
+  content_ = read_if_present(path).value_or("");
   remember();
   g_inflight = inflight_path(path);
   signal(SIGINT, on_interrupt);

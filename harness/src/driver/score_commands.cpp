@@ -1,8 +1,6 @@
 // pkb score, pkb leaderboard, pkb merge: the offline commands that turn
 // results files into scores and tables (DESIGN.md §6, §9).
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include <pkb/check.h>
 
@@ -19,11 +17,7 @@ namespace pkb {
 namespace {
 
 Json read_json_file(const std::string& path) {
-  std::ifstream f(path);
-  PKB_CHECK(f.good(), "cannot read '", path, "'");
-  std::stringstream buf;
-  buf << f.rdbuf();
-  Json j = Json::parse(buf.str(), nullptr, /*allow_exceptions=*/false);
+  Json j = Json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
   PKB_CHECK(!j.is_discarded(), "'", path, "' is not JSON");
   return j;
 }

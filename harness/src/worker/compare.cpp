@@ -19,29 +19,29 @@ std::string shape_str(at::IntArrayRef s) {
 }
 
 // NOTE [comparison where the outputs are]: the timing's checked calls (NOTE
-// [fresh inputs], step 2: hundreds per evaluation) compare on the device
-// that holds both outputs (CompareOn::kDevice): on an H200 machine comparing
-// 1M bf16 elements on the host with torch's elementwise ops took ~25 ms, so
-// those checks took 22.7 of the 23.3 s of problem 1's timing at W = 1. The
-// few comparisons around them (the trials, the refreshes, the recheck,
-// golden replay) run on the host in one pass (kHost), so that nothing of
-// the comparison runs on the device between the candidate's calls and the
+// [fresh inputs], step 2: hundreds per evaluation) compare on the device that
+// holds both outputs (CompareOn::kDevice): on an H200 machine comparing 1M
+// bf16 elements on the host with torch's elementwise ops took ~25 ms, so those
+// checks took 22.7 of the 23.3 s of problem 1's timing at W = 1. The few
+// comparisons around them (the trials, the refreshes, the recheck, golden
+// replay) run on the host in one pass (kHost), so that nothing of the
+// comparison runs on the device between the candidate's calls and the
 // reference's: with device comparisons there, the Gloo all_gather of problem
-// 15's reference in the trials at W = 2 sharing an H100 took a median 22-40
-// ms a call, against 2-4 ms comparing on the host and 1-4 ms in the timed
-// calls either way (issue 21, 2026-12-07; why device work there slows Gloo
-// is open). With this split 15's evaluation at W = 2 sharing an H100 took
-// 3.65 s against 3.53 s before the referee/contestant split (07e39b7, medians
-// of 6 alternated runs; it was +19 % comparing on the device), its trials
-// 0.73 s a rank (0.80 s), 2026-12-07. The one pass
-// replaced the elementwise ops on the host, which made some twenty
-// temporaries of the outputs' size: 10M elements took 0.7-1.1 s with them
-// and 38-41 ms in one pass in float32, 66-108 ms from bf16 (its conversion
-// included; one core, 2026-12-07). Both compute each element's terms in
-// float32, rounded as torch rounds them (Tolerance's atol and rtol as
+// 15's reference in the trials at W = 2 sharing an H100 took a median 22-40 ms
+// a call, against 2-4 ms comparing on the host and 1-4 ms in the timed calls
+// either way (issue 21, 2026-12-07; why device work there slows Gloo is open).
+// With this split 15's evaluation at W = 2 sharing an H100 took 3.65 s against
+// 3.53 s before the referee/contestant split (07e39b7, medians of 6 alternated
+// runs; it was +19 % comparing on the device), its trials 0.73 s a rank
+// (0.80 s), 2026-12-07. The one pass replaced the elementwise ops on the host,
+// which made some twenty temporaries of the outputs' size: 10M elements took
+// 0.7-1.1 s with them and 38-41 ms in one pass in float32, 66-108 ms from bf16
+// (its conversion included; one core, 2026-12-07). Both compute each element's
+// terms in float32, rounded as torch rounds them (Tolerance's atol and rtol as
 // float32), and reduce exactly (counts, maxima): the same verdict, counts and
 // errors (Compare.HostPassAndTensorOpsAgree). A device out of memory falls
 // back to the host.
+
 // On the device that holds `t`.
 at::Tensor as_float(const at::Tensor& t) {
   at::Tensor c = t.detach();
